@@ -1,0 +1,112 @@
+/*
+ * buf.c: the growable byte buffer, and eu_err.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "eutaxy.h"
+
+int eu_err(char *err, size_t errlen, int code, const char *fmt, ...) {
+  if (err && errlen > 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+void eu_buf_init(eu_buf *b) {
+  b->p = NULL;
+  b->n = b->cap = 0;
+}
+
+void eu_buf_free(eu_buf *b) {
+  free(b->p);
+  eu_buf_init(b);
+}
+
+void eu_buf_reset(eu_buf *b) {
+  b->n = 0;
+  if (b->p) b->p[0] = '\0';
+}
+
+int eu_buf_reserve(eu_buf *b, size_t extra) {
+  size_t need, cap;
+  char *p;
+  if (extra > SIZE_MAX - b->n - 1) return EU_ENOMEM;
+  need = b->n + extra + 1;  /* +1 keeps room for the terminating NUL */
+  if (need <= b->cap) return EU_OK;
+  cap = b->cap ? b->cap : 64;
+  while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+  p = realloc(b->p, cap);
+  if (!p) return EU_ENOMEM;
+  b->p = p;
+  b->cap = cap;
+  return EU_OK;
+}
+
+int eu_buf_put(eu_buf *b, const void *p, size_t n) {
+  if (eu_buf_reserve(b, n) != EU_OK) return EU_ENOMEM;
+  if (n) memcpy(b->p + b->n, p, n);
+  b->n += n;
+  b->p[b->n] = '\0';
+  return EU_OK;
+}
+
+int eu_buf_putc(eu_buf *b, int c) {
+  char ch = (char)c;
+  return eu_buf_put(b, &ch, 1);
+}
+
+int eu_buf_puts(eu_buf *b, const char *s) {
+  return eu_buf_put(b, s, strlen(s));
+}
+
+int eu_buf_vprintf(eu_buf *b, const char *fmt, va_list ap) {
+  va_list ap2;
+  int len;
+  va_copy(ap2, ap);
+  len = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (len < 0) return EU_EINVAL;
+  if (eu_buf_reserve(b, (size_t)len) != EU_OK) return EU_ENOMEM;
+  vsnprintf(b->p + b->n, (size_t)len + 1, fmt, ap);
+  b->n += (size_t)len;
+  return EU_OK;
+}
+
+int eu_buf_printf(eu_buf *b, const char *fmt, ...) {
+  va_list ap;
+  int rc;
+  va_start(ap, fmt);
+  rc = eu_buf_vprintf(b, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+int eu_buf_putu(eu_buf *b, uint64_t v) {
+  unsigned char tmp[10];
+  size_t n = 0;
+  do {
+    unsigned char byte = v & 0x7f;
+    v >>= 7;
+    tmp[n++] = byte | (v ? 0x80 : 0);
+  } while (v);
+  return eu_buf_put(b, tmp, n);
+}
+
+int eu_buf_puti(eu_buf *b, int64_t v) {
+  uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);  /* zigzag */
+  return eu_buf_putu(b, z);
+}
+
+char *eu_buf_take(eu_buf *b, size_t *n) {
+  char *p = b->p;
+  if (n) *n = b->n;
+  eu_buf_init(b);
+  return p;
+}

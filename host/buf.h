@@ -1,0 +1,40 @@
+/*
+ * buf.h: a growable byte buffer.
+ *
+ * Owns nothing but its bytes. Used for serialized values, traces and
+ * messages. Every append returns 0 or EU_ENOMEM; after a failed append the
+ * buffer is unchanged and still valid.
+ */
+#ifndef EUTAXY_BUF_H
+#define EUTAXY_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct eu_buf {
+  char *p;     /* the bytes; NUL-terminated whenever n < cap, so text can be read as a C string */
+  size_t n;    /* bytes used */
+  size_t cap;  /* bytes allocated */
+} eu_buf;
+
+void eu_buf_init(eu_buf *b);
+void eu_buf_free(eu_buf *b);
+void eu_buf_reset(eu_buf *b);                 /* n = 0, keeps the allocation */
+int eu_buf_reserve(eu_buf *b, size_t extra);  /* room for extra more bytes (and a NUL) */
+int eu_buf_put(eu_buf *b, const void *p, size_t n);
+int eu_buf_putc(eu_buf *b, int c);
+int eu_buf_puts(eu_buf *b, const char *s);
+int eu_buf_printf(eu_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+  __attribute__((format(printf, 2, 3)))
+#endif
+  ;
+int eu_buf_vprintf(eu_buf *b, const char *fmt, va_list ap);
+/* Unsigned LEB128 and zigzag signed varints, as the value encoding uses them. */
+int eu_buf_putu(eu_buf *b, uint64_t v);
+int eu_buf_puti(eu_buf *b, int64_t v);
+/* Hands the bytes over: *n gets the length, the buffer becomes empty. */
+char *eu_buf_take(eu_buf *b, size_t *n);
+
+#endif

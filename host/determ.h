@@ -1,0 +1,34 @@
+/*
+ * determ.h: the base library made deterministic inside an isolate.
+ *
+ * Lua 5.4 seeds its string hashes per process and hashes tables by address,
+ * so the order of raw `next` differs between two runs of the same schedule.
+ * eu_determ_open replaces, in one lua_State:
+ *   pairs, next       visit keys in eu_keycmp order (a __pairs metamethod is honoured)
+ *   math.random       draws from the world's PRNG (same contract as Lua's)
+ *   math.randomseed   does nothing: the run's seed decides
+ *   os.time, os.clock, os.date   read the virtual clock
+ *   os.exit, os.execute, os.getenv, os.remove, os.rename, os.tmpname, io.popen
+ *                     raise "<name> is not available inside an isolate"
+ * Keys that are tables, functions or other references have no content to
+ * order by: pairs visits them after every other key, in an order that can
+ * differ between processes. Code that depends on that order is not
+ * deterministic, and --check-determinism says so.
+ */
+#ifndef EUTAXY_DETERM_H
+#define EUTAXY_DETERM_H
+
+#include <lua.h>
+#include <stdint.h>
+
+typedef struct eu_determ_hooks {
+  void *ud;
+  int64_t (*now_ms)(void *ud);       /* virtual wall clock, ms since the Unix epoch */
+  int64_t (*elapsed_ms)(void *ud);   /* virtual time since the world started, for os.clock */
+  uint64_t (*random)(void *ud);      /* 64 random bits */
+} eu_determ_hooks;
+
+/* Installs the replacements in L's globals. hooks must outlive L. */
+int eu_determ_open(lua_State *L, const eu_determ_hooks *hooks);
+
+#endif

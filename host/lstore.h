@@ -1,0 +1,30 @@
+/*
+ * lstore.h: the storage API as Lua sees it inside an object's isolate.
+ *
+ * eu_lstore_push pushes a table of C functions bound to one store:
+ *   exec(sql, ...)            -> { columnNames = {...}, rows = { {v1, v2, ...}, ... },
+ *                                  rowsRead = n, rowsWritten = n }
+ *                                rows are arrays with NULL as nil; the Lua side
+ *                                (lua/eutaxy/storage.lua) builds the cursor.
+ *   get(key) / get({keys})    -> value, or a { [key] = value } table
+ *   put(key, value) / put({ [key] = value })
+ *   delete(key) -> boolean / delete({keys}) -> count
+ *   list{ prefix=, start=, startAfter=, ["end"]=, limit=, reverse= } -> { {key=, value=}, ... } in key order
+ *   deleteAll()
+ *   getAlarm() -> ms or nil, setAlarm(ms), deleteAlarm()
+ *   transactionSync(fn, ...) -> fn's results; fn may not yield
+ * Every function begins the turn transaction if none is open. Errors are
+ * raised as Lua errors whose message carries SQLite's text.
+ * Refused in exec, through the authorizer: BEGIN, COMMIT, ROLLBACK,
+ * SAVEPOINT, RELEASE, ATTACH, DETACH, and any access to _eutaxy_* tables.
+ */
+#ifndef EUTAXY_LSTORE_H
+#define EUTAXY_LSTORE_H
+
+#include <lua.h>
+#include "store.h"
+
+/* s must outlive every use of the pushed functions in L. */
+void eu_lstore_push(lua_State *L, eu_store *s);
+
+#endif
