@@ -36,4 +36,24 @@ int eu_clone_format(const char *p, size_t len, eu_buf *out, size_t maxlen);
  * Returns <0, 0, >0. Does not call metamethods. */
 int eu_keycmp(lua_State *L, int a, int b);
 
+/* A key reduced to what eu_keycmp looks at, so C code can sort many keys
+ * without keeping them on the Lua stack (the encoder and determ's pairs do). */
+typedef struct eu_key {
+  int type;            /* LUA_T* */
+  int isint;           /* numbers: 1 for an integer, 0 for a float */
+  lua_Integer i;       /* integers; booleans as 0 or 1 */
+  lua_Number f;        /* floats */
+  const char *s;       /* strings: the bytes, valid while the string is reachable */
+  size_t len;
+  const void *ref;     /* tables, functions, userdata, threads: identity only */
+  size_t pos;          /* the caller's (eu_key_describe leaves it alone) */
+} eu_key;
+
+void eu_key_describe(lua_State *L, int idx, eu_key *k);
+/* eu_keycmp's order on descriptions: two references of one type compare 0. */
+int eu_key_cmp(const eu_key *a, const eu_key *b);
+/* Sorts in eu_keycmp order; references of one type, which have no content to
+ * order by, follow their address: a fixed order within one process only. */
+void eu_key_sort(eu_key *keys, size_t n);
+
 #endif
