@@ -1,0 +1,243 @@
+local json = require "eutaxy.json"
+local cjson = require "cjson"
+
+describe("eutaxy.json", function()
+  describe("encode: objects", function()
+    it("sorts object keys so the same table always encodes the same", function()
+      local t = {}
+      for _, k in ipairs({ "zeta", "alpha", "Mid", "beta", "_x" }) do t[k] = #k end
+      assert.are.equal('{"Mid":3,"_x":2,"alpha":5,"beta":4,"zeta":4}', json.encode(t))
+    end)
+
+    it("orders keys bytewise, with a shorter prefix first", function()
+      assert.are.equal('{"a":1,"ab":2,"b":3,"é":4}', json.encode({ ["é"] = 4, b = 3, ab = 2, a = 1 }))
+    end)
+
+    it("sorts keys bytewise even when the collation locale is not C", function()
+      local previous = os.setlocale(nil, "collate")
+      if not os.setlocale("C.UTF-8", "collate") then
+        pending("no C.UTF-8 locale on this machine")
+        return
+      end
+      local ok, text = pcall(json.encode, { a = 1, B = 2, ["é"] = 3, z = 4, ab = 5 })
+      os.setlocale(previous, "collate")
+      assert.is_true(ok)
+      assert.are.equal('{"B":2,"a":1,"ab":5,"z":4,"é":3}', text)
+    end)
+
+    it("encodes nested objects with sorted keys at every level", function()
+      assert.are.equal('{"a":{"x":1,"y":{"m":true,"n":false}},"b":"s"}',
+        json.encode({ b = "s", a = { y = { n = false, m = true }, x = 1 } }))
+    end)
+
+    it("encodes an empty table as an object", function()
+      assert.are.equal("{}", json.encode({}))
+      assert.are.equal('{"items":{}}', json.encode({ items = {} }))
+    end)
+
+    it("lets a table appear twice when it is shared rather than cyclic", function()
+      local shared = { 1 }
+      assert.are.equal('{"a":[1],"b":[1]}', json.encode({ a = shared, b = shared }))
+    end)
+  end)
+
+  describe("encode: arrays", function()
+    it("encodes a table with keys exactly 1..n as an array in order", function()
+      assert.are.equal('[3,"b",true,{"k":1}]', json.encode({ 3, "b", true, { k = 1 } }))
+    end)
+
+    it("encodes an empty table marked with json.array as []", function()
+      assert.are.equal("[]", json.encode(json.array()))
+      assert.are.equal('{"list":[]}', json.encode({ list = json.array({}) }))
+    end)
+
+    it("encodes a non-empty marked array as usual", function()
+      assert.are.equal("[1,2]", json.encode(json.array({ 1, 2 })))
+    end)
+
+    it("returns the table it marks and can tell marked tables apart", function()
+      local t = {}
+      assert.are.equal(t, json.array(t))
+      assert.is_true(json.is_array(t))
+      assert.is_false(json.is_array({}))
+    end)
+
+    it("refuses to mark something that is not a table", function()
+      assert.has_error(function() json.array("x") end)
+    end)
+  end)
+
+  describe("encode: scalars", function()
+    it("prints integers as integers", function()
+      assert.are.equal("[0,-7,42,9007199254740993]", json.encode({ 0, -7, 42, 9007199254740993 }))
+      assert.are.equal(tostring(math.mininteger), json.encode(math.mininteger))
+    end)
+
+    it("prints floats with the shortest text that reads back to the same value", function()
+      assert.are.equal("0.1", json.encode(0.1))
+      assert.are.equal("0.3333333333333333", json.encode(1 / 3))
+      assert.are.equal("0.30000000000000004", json.encode(0.1 + 0.2))
+      assert.are.equal("1e+300", json.encode(1e300))
+      for _, v in ipairs({ 0.1, 1 / 3, 0.1 + 0.2, 123456.789, 5e-324, 1.7976931348623157e308 }) do
+        assert.are.equal(v, tonumber(json.encode(v)))
+      end
+    end)
+
+    it("prints an integral float without a fraction, as JavaScript does", function()
+      assert.are.equal("3", json.encode(3.0))
+    end)
+
+    it("encodes booleans, nil and json.null", function()
+      assert.are.equal("true", json.encode(true))
+      assert.are.equal("false", json.encode(false))
+      assert.are.equal("null", json.encode(nil))
+      assert.are.equal("null", json.encode(json.null))
+      assert.are.equal('{"a":null}', json.encode({ a = json.null }))
+      assert.are.equal("[1,null,3]", json.encode({ 1, json.null, 3 }))
+    end)
+
+    it("uses cjson.null as json.null so cjson's values encode the same", function()
+      assert.are.equal(cjson.null, json.null)
+    end)
+  end)
+
+  describe("encode: strings", function()
+    it("escapes quotes and backslashes", function()
+      assert.are.equal([["a\"b\\c"]], json.encode('a"b\\c'))
+    end)
+
+    it("escapes control characters", function()
+      assert.are.equal([["\n\t\r\b\f"]], json.encode("\n\t\r\b\f"))
+      assert.are.equal([["\u0000\u0001\u001f\u007f"]], json.encode("\0\1\31\127"))
+    end)
+
+    it("keeps UTF-8 bytes and slashes as they are", function()
+      assert.are.equal('"héllo/✓"', json.encode("héllo/✓"))
+    end)
+
+    it("keeps bytes that are not valid UTF-8 rather than failing", function()
+      assert.are.equal('"\255\254"', json.encode("\255\254"))
+    end)
+
+    it("escapes object keys like other strings", function()
+      assert.are.equal('{"a\\"b":1}', json.encode({ ['a"b'] = 1 }))
+    end)
+  end)
+
+  describe("encode: errors", function()
+    it("names the path of a function it cannot encode", function()
+      assert.has_error(function() json.encode({ items = { 1, print } }) end,
+        "json.encode: cannot encode a function at .items[2]")
+    end)
+
+    it("refuses userdata and threads", function()
+      assert.has_error(function() json.encode({ f = io.stdout }) end,
+        "json.encode: cannot encode a userdata at .f")
+      assert.has_error(function() json.encode(coroutine.create(print)) end,
+        "json.encode: cannot encode a thread at the top level")
+    end)
+
+    it("quotes keys in the path that are not identifiers", function()
+      assert.has_error(function() json.encode({ ["a b"] = { print } }) end,
+        'json.encode: cannot encode a function at ["a b"][1]')
+    end)
+
+    it("refuses a cycle", function()
+      local t = { a = {} }
+      t.a.back = t
+      assert.has_error(function() json.encode(t) end,
+        "json.encode: cannot encode a cycle at .a.back (a table that contains itself)")
+    end)
+
+    it("refuses a table with both array and object keys", function()
+      assert.has_error(function() json.encode({ x = { 1, 2, name = "n" } }) end,
+        "json.encode: table at .x has both array and object keys")
+    end)
+
+    it("refuses a sparse array", function()
+      assert.has_error(function() json.encode({ list = { [1] = "a", [3] = "c" } }) end,
+        "json.encode: table at .list is a sparse array (2 items but the largest index is 3)")
+    end)
+
+    it("refuses keys that are neither strings nor positive integers", function()
+      local ok, err = pcall(json.encode, { [1.5] = true })
+      assert.is_false(ok)
+      assert.matches("table at the top level has a key that is neither a string nor a positive integer %(1%.5, float%)", err)
+      ok, err = pcall(json.encode, { t = { [0] = "zero" } })
+      assert.is_false(ok)
+      assert.matches("table at %.t has a key .* %(0, integer%)", err)
+      ok, err = pcall(json.encode, { [true] = 1 })
+      assert.is_false(ok)
+      assert.matches("%(true, boolean%)", err)
+      ok, err = pcall(json.encode, { [{}] = 1 })
+      assert.is_false(ok)
+      assert.matches("table: 0x%x+, table%)", err)
+    end)
+
+    it("refuses object keys in a table marked as an array", function()
+      assert.has_error(function() json.encode(json.array({ a = 1 })) end,
+        "json.encode: table at the top level is marked with json.array but has object keys")
+    end)
+
+    it("refuses NaN and infinities", function()
+      assert.has_error(function() json.encode({ n = 0 / 0 }) end, "json.encode: cannot encode NaN at .n")
+      assert.has_error(function() json.encode({ math.huge }) end, "json.encode: cannot encode infinity at [1]")
+      assert.has_error(function() json.encode(-math.huge) end,
+        "json.encode: cannot encode infinity at the top level")
+    end)
+  end)
+
+  describe("decode", function()
+    it("reads objects, arrays and scalars", function()
+      local v = json.decode('{"a":[1,"two",true,false],"b":{"c":2.5}}')
+      assert.are.same({ a = { 1, "two", true, false }, b = { c = 2.5 } }, v)
+    end)
+
+    it("turns integral numbers into integers", function()
+      local v = json.decode("[1,-3,1e3,2.5,9007199254740992]")
+      assert.are.equal("integer", math.type(v[1]))
+      assert.are.equal("integer", math.type(v[2]))
+      assert.are.equal(1000, v[3])
+      assert.are.equal("integer", math.type(v[3]))
+      assert.are.equal("float", math.type(v[4]))
+      assert.are.equal("integer", math.type(v[5]))
+    end)
+
+    it("keeps integral numbers beyond 2^53 as floats, since they were not exact", function()
+      assert.are.equal("float", math.type(json.decode("[1e300]")[1]))
+    end)
+
+    it("decodes null as nil, inside objects and arrays", function()
+      local v = json.decode('{"a":null,"b":[1,null,3]}')
+      assert.is_nil(v.a)
+      assert.is_nil(v.b[2])
+      assert.are.equal(3, v.b[3])
+      assert.is_nil(json.decode("null"))
+    end)
+
+    it("round-trips what encode produced", function()
+      local value = { name = "x", list = { 1, 2.5, "s" }, nested = { ok = true } }
+      assert.are.same(value, json.decode(json.encode(value)))
+    end)
+
+    it("reports malformed text with cjson's message", function()
+      local ok, err = pcall(json.decode, '{"a":')
+      assert.is_false(ok)
+      assert.matches("^json%.decode: Expected value but found T_END at character 6$", err)
+    end)
+
+    it("refuses something that is not a string", function()
+      assert.has_error(function() json.decode(42) end, "json.decode: expected a string, got number")
+    end)
+  end)
+
+  describe("normalize", function()
+    it("replaces cjson.null and integral floats in place", function()
+      local t = { a = cjson.null, b = 2.0, c = { 1.0 } }
+      assert.are.equal(t, json.normalize(t))
+      assert.is_nil(t.a)
+      assert.are.equal("integer", math.type(t.b))
+      assert.are.equal("integer", math.type(t.c[1]))
+    end)
+  end)
+end)
