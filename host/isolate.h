@@ -1,0 +1,43 @@
+/*
+ * isolate.h: one lua_State and what makes it an isolate.
+ *
+ * An isolate has its own allocator (counted, with a limit), its own module
+ * cache, the deterministic base library (determ.h), a package.path that
+ * finds eutaxy's Lua modules and the user's project, `eutaxy.core` preloaded
+ * with the functions its owner gives, and print sent to the owner's log.
+ * It knows nothing of objects, tasks or the scheduler: the world owns those
+ * and reaches its own data through eu_isolate_ud.
+ */
+#ifndef EUTAXY_ISOLATE_H
+#define EUTAXY_ISOLATE_H
+
+#include <lua.h>
+#include "determ.h"
+
+typedef struct eu_isolate eu_isolate;
+
+typedef struct eu_isolate_opts {
+  const char *libdir;          /* folder that holds the eutaxy modules */
+  const char *projectdir;      /* the user's project: modules are found there first */
+  size_t mem_limit;            /* bytes; 0 for the default */
+  const eu_determ_hooks *hooks;
+  lua_CFunction open_core;     /* opens eutaxy.core for this isolate */
+  void (*log)(void *ud, const char *msg, size_t len);  /* print's output */
+  void *ud;                    /* the owner's data, for open_core and log */
+} eu_isolate_opts;
+
+#define EU_ISOLATE_MEM_DEFAULT ((size_t)128 << 20)
+
+int eu_isolate_new(eu_isolate **out, const eu_isolate_opts *o, char *err, size_t errlen);
+void eu_isolate_close(eu_isolate *iso);
+lua_State *eu_isolate_L(eu_isolate *iso);
+void *eu_isolate_ud(lua_State *L);          /* the owner's data, from any thread of the isolate */
+eu_isolate *eu_isolate_of(lua_State *L);
+size_t eu_isolate_mem(eu_isolate *iso);
+
+/* CPU limit: a count hook on co raises "CPU limit exceeded" once the
+ * isolate has run more than limit VM instructions since eu_isolate_arm.
+ * One thread of an isolate runs at a time, so the budget is the isolate's. */
+void eu_isolate_arm(lua_State *co, int64_t limit);
+
+#endif

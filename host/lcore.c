@@ -1,0 +1,457 @@
+/*
+ * lcore.c: eutaxy.core, the C functions under eutaxy's Lua API.
+ *
+ * It has two faces. Inside an isolate (eu_world_open_core) it gives the
+ * runtime its yield points (call, sleep), the virtual clock, ids, uuids and
+ * the object's storage. In a host Lua state (busted, `eutaxy run`) it gives
+ * worlds: a "eutaxy.World" userdata built like liolib's FILE*, with a
+ * methods table as __index, luaL_checkudata in every method and a clear
+ * error on a closed world.
+ *
+ * Calls that wait return (ok, ...) instead of raising, so the Lua side
+ * raises at the user's line with the error value it wants.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "clone.h"
+#include "eutaxy.h"
+#include "lstore.h"
+#include "lcore.h"
+#include "world.h"
+
+/* ---- inside an isolate ------------------------------------------------ */
+
+static int c_now(lua_State *L) {
+  eu_world *w = eu_world_of(L);
+  lua_pushinteger(L, (lua_Integer)eu_world_now(w));
+  return 1;
+}
+
+static eu_task *need_task(lua_State *L, const char *what) {
+  eu_task *t = eu_world_running(L);
+  if (!t) {
+    if (eu_world_of(L) && lua_isyieldable(L))
+      luaL_error(L, "%s cannot run inside a coroutine of your own: call it from the invocation itself", what);
+    luaL_error(L, "%s can only run inside an invocation (fetch, an RPC method or alarm), "
+                  "not while a module loads or an object is constructed", what);
+  }
+  return t;
+}
+
+static int c_sleep(lua_State *L) {
+  lua_Integer ms = luaL_checkinteger(L, 1);
+  eu_task *t = need_task(L, "eutaxy.sleep");
+  luaL_argcheck(L, ms >= 0, 1, "a time to sleep must not be negative");
+  if (eu_task_sleep(t, (int64_t)ms) != EU_OK) return luaL_error(L, "eutaxy.sleep: out of memory");
+  return lua_yield(L, 0);
+}
+
+/* call(ns, hex, name|nil, method, ...) -> yields; resumed with (ok, ...) */
+static int c_call(lua_State *L) {
+  eu_world *w = eu_world_of(L);
+  const char *nsname = luaL_checkstring(L, 1);
+  const char *hex = luaL_checkstring(L, 2);
+  const char *name = luaL_optstring(L, 3, NULL);
+  const char *method = luaL_checkstring(L, 4);
+  int ns = eu_world_binding(w, nsname);
+  int first = strcmp(method, "fetch") == 0 ? 5 : 4;
+  eu_task *t = need_task(L, "an RPC call");
+  char err[EU_ERRLEN];
+  eu_buf b;
+  char *payload;
+  size_t len;
+  if (ns < 0) return luaL_error(L, "no durable object binding named %s", nsname);
+  eu_buf_init(&b);
+  if (eu_clone_encode(L, first, lua_gettop(L) - first + 1, &b, err, sizeof err) != EU_OK) {
+    eu_buf_free(&b);
+    lua_pushboolean(L, 0);
+    lua_pushfstring(L, "DataCloneError: the arguments of %s cannot be cloned: %s", method, err);
+    return 2;
+  }
+  payload = eu_buf_take(&b, &len);
+  if (eu_task_call(t, ns, hex, name, payload, len, method) != EU_OK) {
+    lua_pushboolean(L, 0);
+    lua_pushfstring(L, "cannot call %s on %s %s", method, nsname, hex);
+    return 2;
+  }
+  return lua_yield(L, 0);
+}
+
+static int c_in_invocation(lua_State *L) {
+  lua_pushboolean(L, eu_world_running(L) != NULL);
+  return 1;
+}
+
+static int c_uuid(lua_State *L) {
+  eu_world *w = eu_world_of(L);
+  uint64_t hi = eu_world_random(w), lo = eu_world_random(w);
+  char s[37];
+  hi = (hi & ~UINT64_C(0xf000)) | UINT64_C(0x4000);                      /* version 4 */
+  lo = (lo & ~(UINT64_C(0xc) << 60)) | (UINT64_C(0x8) << 60);            /* variant 10 */
+  snprintf(s, sizeof s, "%08x-%04x-%04x-%04x-%012llx", (unsigned)(hi >> 32),
+           (unsigned)((hi >> 16) & 0xffff), (unsigned)(hi & 0xffff), (unsigned)(lo >> 48),
+           (unsigned long long)(lo & UINT64_C(0xffffffffffff)));
+  lua_pushstring(L, s);
+  return 1;
+}
+
+static int check_ns(lua_State *L, eu_world *w, int idx) {
+  const char *nsname = luaL_checkstring(L, idx);
+  int ns = eu_world_binding(w, nsname);
+  if (ns < 0) luaL_error(L, "no durable object binding named %s", nsname);
+  return ns;
+}
+
+static int c_id_from_name(lua_State *L) {
+  eu_world *w = eu_world_of(L);
+  int ns = check_ns(L, w, 1);
+  char hex[65];
+  eu_world_id_from_name(w, ns, luaL_checkstring(L, 2), hex);
+  lua_pushstring(L, hex);
+  return 1;
+}
+
+static int c_new_unique_id(lua_State *L) {
+  eu_world *w = eu_world_of(L);
+  char hex[65];
+  check_ns(L, w, 1);
+  eu_world_new_unique_id(w, hex);
+  lua_pushstring(L, hex);
+  return 1;
+}
+
+static int c_storage(lua_State *L) {
+  eu_world *w = eu_world_of(L);
+  eu_object *o = eu_world_self(L);
+  char err[EU_ERRLEN];
+  eu_store *s;
+  if (!o) return luaL_error(L, "the worker has no storage: only durable objects do");
+  s = eu_object_store(w, o, err, sizeof err);
+  if (!s) return luaL_error(L, "%s", err);
+  eu_lstore_push(L, s);
+  return 1;
+}
+
+static const luaL_Reg isolate_funcs[] = {
+  {"now", c_now},
+  {"sleep", c_sleep},
+  {"call", c_call},
+  {"in_invocation", c_in_invocation},
+  {"uuid", c_uuid},
+  {"id_from_name", c_id_from_name},
+  {"new_unique_id", c_new_unique_id},
+  {"storage", c_storage},
+  {NULL, NULL}
+};
+
+int eu_world_open_core(lua_State *L) {
+  luaL_newlib(L, isolate_funcs);
+  lua_pushboolean(L, 1);
+  lua_setfield(L, -2, "isolate");
+  return 1;
+}
+
+/* ---- worlds, for the host --------------------------------------------- */
+
+#define WORLD_MT "eutaxy.World"
+
+typedef struct lworld {
+  eu_world *w;
+  int calls, fetches;
+} lworld;
+
+static lworld *check_world(lua_State *L) {
+  lworld *lw = luaL_checkudata(L, 1, WORLD_MT);
+  if (!lw->w) luaL_error(L, "the world is closed");
+  return lw;
+}
+
+static const char *opt_string(lua_State *L, int t, const char *field, int required) {
+  const char *s;
+  lua_getfield(L, t, field);
+  if (lua_isnil(L, -1) && !required) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "eutaxy.core.world: option %s must be a string", field);
+  s = lua_tostring(L, -1);
+  lua_pop(L, 1);  /* still referenced by the options table */
+  return s;
+}
+
+/* core.world{ entry=, libdir=, projectdir=, bindings = { {name=, class_name=}, ... },
+ *             seed=, start=, cpuLimit=, memLimit=, echo= } */
+static int l_world(lua_State *L) {
+  eu_world_opts o;
+  eu_binding *b = NULL;
+  lworld *lw;
+  char err[EU_ERRLEN];
+  int i, n, rc;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  memset(&o, 0, sizeof o);
+  o.entry = opt_string(L, 1, "entry", 1);
+  o.libdir = opt_string(L, 1, "libdir", 1);
+  o.projectdir = opt_string(L, 1, "projectdir", 0);
+  lua_getfield(L, 1, "seed");
+  o.seed = (uint64_t)luaL_optinteger(L, -1, 0);
+  lua_getfield(L, 1, "start");
+  o.start_ms = (int64_t)luaL_optinteger(L, -1, 0);
+  lua_getfield(L, 1, "cpuLimit");
+  o.cpu_limit = (int64_t)luaL_optinteger(L, -1, 0);
+  lua_getfield(L, 1, "memLimit");
+  o.mem_limit = (size_t)luaL_optinteger(L, -1, 0);
+  lua_getfield(L, 1, "echo");
+  o.echo_log = lua_toboolean(L, -1);
+  lua_pop(L, 5);
+  lua_getfield(L, 1, "bindings");
+  n = lua_istable(L, -1) ? (int)luaL_len(L, -1) : 0;
+  lw = lua_newuserdatauv(L, sizeof *lw, 0);
+  memset(lw, 0, sizeof *lw);
+  luaL_setmetatable(L, WORLD_MT);
+  if (n > 0) {
+    /* a userdata, so a Lua error below cannot leak it; the strings stay
+     * reachable through the options table */
+    b = lua_newuserdatauv(L, (size_t)n * sizeof *b, 0);
+    for (i = 0; i < n; i++) {
+      lua_geti(L, -3, i + 1);
+      if (!lua_istable(L, -1)) return luaL_error(L, "eutaxy.core.world: bindings[%d] must be a table", i + 1);
+      lua_getfield(L, -1, "name");
+      lua_getfield(L, -2, "class_name");
+      if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
+        return luaL_error(L, "eutaxy.core.world: bindings[%d] needs name and class_name", i + 1);
+      b[i].name = lua_tostring(L, -2);
+      b[i].class_name = lua_tostring(L, -1);
+      lua_pop(L, 3);
+    }
+  }
+  o.bindings = b;
+  o.nbindings = n;
+  rc = eu_world_new(&lw->w, &o, err, sizeof err);
+  if (rc != EU_OK) return luaL_error(L, "%s", err);
+  if (n > 0) lua_pop(L, 1);  /* the bindings array: the world copied them */
+  return 1;
+}
+
+/* Runs a submitted slot to its end and pushes its answer values. */
+static int finish_slot(lua_State *L, eu_world *w, int slot) {
+  char err[EU_ERRLEN];
+  char *data;
+  size_t len;
+  int n = 0, rc;
+  if (!slot) return luaL_error(L, "out of memory submitting a call");
+  rc = eu_world_run_until_done(w, slot, err, sizeof err);
+  if (rc != EU_OK) return luaL_error(L, "%s", err);
+  eu_world_slot_take(w, slot, &data, &len);
+  rc = eu_clone_decode(L, data, len, &n, err, sizeof err);
+  free(data);
+  if (rc != EU_OK) return luaL_error(L, "%s", err);
+  return n;
+}
+
+static eu_object *check_object(lua_State *L, eu_world *w, int idx) {
+  int ns = check_ns(L, w, idx);
+  const char *hex = luaL_checkstring(L, idx + 1);
+  const char *name = luaL_optstring(L, idx + 2, NULL);
+  char err[EU_ERRLEN];
+  eu_object *o = eu_world_object(w, ns, hex, name, err, sizeof err);
+  if (!o) luaL_error(L, "%s", err);
+  return o;
+}
+
+/* w:call(ns, hex, name, method, ...) -> ok, ... */
+static int w_call(lua_State *L) {
+  lworld *lw = check_world(L);
+  eu_object *o = check_object(L, lw->w, 2);
+  const char *method = luaL_checkstring(L, 5);
+  char err[EU_ERRLEN], label[32];
+  eu_buf b;
+  char *payload;
+  size_t len;
+  eu_buf_init(&b);
+  if (eu_clone_encode(L, 5, lua_gettop(L) - 4, &b, err, sizeof err) != EU_OK) {
+    eu_buf_free(&b);
+    lua_pushboolean(L, 0);
+    lua_pushfstring(L, "DataCloneError: the arguments of %s cannot be cloned: %s", method, err);
+    return 2;
+  }
+  payload = eu_buf_take(&b, &len);
+  snprintf(label, sizeof label, "call-%d", ++lw->calls);
+  return finish_slot(L, lw->w, eu_world_submit(lw->w, EU_CALL_RPC, o, payload, len, label));
+}
+
+/* w:fetch(wire_request [, ns, hex, name]) -> ok, wire_response | error.
+ * Without a target the request goes to the worker. */
+static int w_fetch(lua_State *L) {
+  lworld *lw = check_world(L);
+  eu_object *target = lua_isnoneornil(L, 3) ? NULL : check_object(L, lw->w, 3);
+  char err[EU_ERRLEN], label[32];
+  eu_buf b;
+  char *payload;
+  size_t len;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  eu_buf_init(&b);
+  if (eu_clone_encode(L, 2, 1, &b, err, sizeof err) != EU_OK) {
+    eu_buf_free(&b);
+    return luaL_error(L, "the request cannot be cloned: %s", err);
+  }
+  payload = eu_buf_take(&b, &len);
+  snprintf(label, sizeof label, "req-%d", ++lw->fetches);
+  return finish_slot(L, lw->w, eu_world_submit(lw->w, EU_CALL_FETCH, target, payload, len, label));
+}
+
+static int w_advance(lua_State *L) {
+  lworld *lw = check_world(L);
+  lua_Integer ms = luaL_checkinteger(L, 2);
+  char err[EU_ERRLEN];
+  luaL_argcheck(L, ms >= 0, 2, "time only moves forward");
+  if (eu_world_advance(lw->w, (int64_t)ms, err, sizeof err) != EU_OK) return luaL_error(L, "%s", err);
+  lua_pushinteger(L, (lua_Integer)eu_world_now(lw->w));
+  return 1;
+}
+
+static int w_now(lua_State *L) {
+  lworld *lw = check_world(L);
+  lua_pushinteger(L, (lua_Integer)eu_world_now(lw->w));
+  return 1;
+}
+
+static int w_elapsed(lua_State *L) {
+  lworld *lw = check_world(L);
+  lua_pushinteger(L, (lua_Integer)eu_world_elapsed(lw->w));
+  return 1;
+}
+
+/* w:run_alarm(ns, hex, name) -> false when no alarm is set, else true, ok, err */
+static int w_run_alarm(lua_State *L) {
+  lworld *lw = check_world(L);
+  eu_object *o = check_object(L, lw->w, 2);
+  int slot = eu_world_run_alarm(lw->w, o);
+  if (!slot) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  lua_pushboolean(L, 1);
+  return 1 + finish_slot(L, lw->w, slot);
+}
+
+static int w_reset(lua_State *L) {
+  lworld *lw = check_world(L);
+  eu_object *o = check_object(L, lw->w, 2);
+  eu_world_reset(lw->w, o);
+  return 0;
+}
+
+/* w:exec(ns, hex, name, sql, ...) -> result table, committed at once */
+static int w_exec(lua_State *L) {
+  lworld *lw = check_world(L);
+  eu_object *o = check_object(L, lw->w, 2);
+  char err[EU_ERRLEN];
+  eu_store *s = eu_object_store(lw->w, o, err, sizeof err);
+  int n = lua_gettop(L) - 4;
+  if (!s) return luaL_error(L, "%s", err);
+  if (eu_store_in_turn(s)) return luaL_error(L, "the object is in the middle of a turn");
+  eu_lstore_push(L, s);
+  lua_getfield(L, -1, "exec");
+  lua_remove(L, -2);
+  lua_rotate(L, 5, 1);  /* exec below sql and its bindings */
+  if (lua_pcall(L, n, 1, 0) != LUA_OK) {
+    eu_store_rollback(s);
+    return lua_error(L);
+  }
+  if (eu_store_commit(s) != EU_OK) return luaL_error(L, "commit failed: %s", eu_store_errmsg(s));
+  return 1;
+}
+
+static int w_id_from_name(lua_State *L) {
+  lworld *lw = check_world(L);
+  int ns = check_ns(L, lw->w, 2);
+  char hex[65];
+  eu_world_id_from_name(lw->w, ns, luaL_checkstring(L, 3), hex);
+  lua_pushstring(L, hex);
+  return 1;
+}
+
+static int w_new_unique_id(lua_State *L) {
+  lworld *lw = check_world(L);
+  char hex[65];
+  check_ns(L, lw->w, 2);
+  eu_world_new_unique_id(lw->w, hex);
+  lua_pushstring(L, hex);
+  return 1;
+}
+
+static int w_has_isolate(lua_State *L) {
+  lworld *lw = check_world(L);
+  eu_object *o = check_object(L, lw->w, 2);
+  lua_pushboolean(L, eu_object_has_isolate(o));
+  return 1;
+}
+
+static int w_trace(lua_State *L) {
+  lworld *lw = check_world(L);
+  const eu_buf *t = eu_world_trace(lw->w);
+  lua_pushlstring(L, t->p ? t->p : "", t->n);
+  return 1;
+}
+
+static int w_close(lua_State *L) {
+  lworld *lw = luaL_checkudata(L, 1, WORLD_MT);
+  eu_world_free(lw->w);
+  lw->w = NULL;
+  return 0;
+}
+
+static int w_tostring(lua_State *L) {
+  lworld *lw = luaL_checkudata(L, 1, WORLD_MT);
+  lua_pushstring(L, lw->w ? "eutaxy.World" : "eutaxy.World (closed)");
+  return 1;
+}
+
+static const luaL_Reg world_methods[] = {
+  {"call", w_call},
+  {"fetch", w_fetch},
+  {"advance", w_advance},
+  {"now", w_now},
+  {"elapsed", w_elapsed},
+  {"run_alarm", w_run_alarm},
+  {"reset", w_reset},
+  {"exec", w_exec},
+  {"id_from_name", w_id_from_name},
+  {"new_unique_id", w_new_unique_id},
+  {"has_isolate", w_has_isolate},
+  {"trace", w_trace},
+  {"close", w_close},
+  {NULL, NULL}
+};
+
+static const luaL_Reg world_meta[] = {
+  {"__gc", w_close},
+  {"__close", w_close},
+  {"__tostring", w_tostring},
+  {"__index", NULL},
+  {NULL, NULL}
+};
+
+static const luaL_Reg host_funcs[] = {
+  {"world", l_world},
+  {NULL, NULL}
+};
+
+int eu_open_core_host(lua_State *L) {
+  luaL_newmetatable(L, WORLD_MT);
+  luaL_setfuncs(L, world_meta, 0);
+  luaL_newlib(L, world_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  luaL_newlib(L, host_funcs);
+  lua_pushboolean(L, 0);
+  lua_setfield(L, -2, "isolate");
+  lua_pushstring(L, EU_VERSION);
+  lua_setfield(L, -2, "version");
+  return 1;
+}

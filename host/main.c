@@ -1,0 +1,135 @@
+/*
+ * main.c: the eutaxy command.
+ *
+ *   eutaxy run FILE [ARGS]   runs a Lua script with eutaxy's modules
+ *   eutaxy test [ARGS]       runs busted specs (ARGS go to busted)
+ *   eutaxy version
+ *
+ * The binary is a Lua interpreter with eutaxy.core built in, so specs run
+ * under the sanitizers along with the host, which a system `lua` loading
+ * core.so could not do.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "eutaxy.h"
+#include "lcore.h"
+
+#ifndef EUTAXY_LUADIR
+#define EUTAXY_LUADIR "lua"
+#endif
+
+static const char usage[] =
+  "usage: eutaxy COMMAND [ARGS]\n"
+  "\n"
+  "commands:\n"
+  "  run FILE [ARGS]   run a Lua script with eutaxy's modules (require \"eutaxy.testing\")\n"
+  "  test [ARGS]       run busted specs; ARGS go to busted (default: the spec/ folder)\n"
+  "  version           print the version\n"
+  "  help              this text\n";
+
+static const char *libdir(void) {
+  const char *d = getenv("EUTAXY_LUADIR");
+  return d && *d ? d : EUTAXY_LUADIR;
+}
+
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (!msg) msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+static lua_State *new_state(void) {
+  lua_State *L = luaL_newstate();
+  if (!L) return NULL;
+  luaL_openlibs(L);
+  lua_getglobal(L, "package");
+  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", libdir(), libdir(), LUA_PATH_DEFAULT);
+  lua_setfield(L, -2, "path");
+  lua_pop(L, 1);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushcfunction(L, eu_open_core_host);
+  lua_setfield(L, -2, "eutaxy.core");
+  lua_pop(L, 1);
+  return L;
+}
+
+/* arg as lua.c builds it: arg[0] the script, arg[1..] its arguments. */
+static void set_args(lua_State *L, const char *script, int argc, char **argv) {
+  int i;
+  lua_createtable(L, argc, 1);
+  lua_pushstring(L, script);
+  lua_rawseti(L, -2, 0);
+  for (i = 0; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setglobal(L, "arg");
+}
+
+static int run_chunk(lua_State *L, int argc, char **argv) {
+  int i, status;
+  lua_pushcfunction(L, traceback);
+  lua_insert(L, -2);
+  for (i = 0; i < argc; i++) lua_pushstring(L, argv[i]);
+  status = lua_pcall(L, argc, 0, -(argc + 2));
+  if (status != LUA_OK) {
+    fprintf(stderr, "eutaxy: %s\n", lua_tostring(L, -1));
+    return 1;
+  }
+  return 0;
+}
+
+static int cmd_run(int argc, char **argv) {
+  lua_State *L;
+  int rc;
+  if (argc < 1) {
+    fputs("eutaxy run: which script? usage: eutaxy run FILE [ARGS]\n", stderr);
+    return 2;
+  }
+  if (!(L = new_state())) return 1;
+  set_args(L, argv[0], argc - 1, argv + 1);
+  if (luaL_loadfile(L, argv[0]) != LUA_OK) {
+    fprintf(stderr, "eutaxy: %s\n", lua_tostring(L, -1));
+    lua_close(L);
+    return 2;
+  }
+  rc = run_chunk(L, argc - 1, argv + 1);
+  lua_close(L);
+  return rc;
+}
+
+static int cmd_test(int argc, char **argv) {
+  lua_State *L;
+  int rc;
+  if (!(L = new_state())) return 1;
+  set_args(L, "busted", argc, argv);
+  if (luaL_loadstring(L, "require 'busted.runner'({ standalone = false })") != LUA_OK) {
+    lua_close(L);
+    return 1;
+  }
+  rc = run_chunk(L, 0, NULL);
+  lua_close(L);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  const char *cmd = argc > 1 ? argv[1] : "help";
+  if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2);
+  if (strcmp(cmd, "test") == 0) return cmd_test(argc - 2, argv + 2);
+  if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+    printf("eutaxy %s\n", EU_VERSION);
+    return 0;
+  }
+  if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+    fputs(usage, stdout);
+    return 0;
+  }
+  fprintf(stderr, "eutaxy: unknown command '%s'\n\n%s", cmd, usage);
+  return 2;
+}

@@ -1,0 +1,1083 @@
+/*
+ * world.c: objects, tasks, turns and the dispatch loop.
+ *
+ * A task is one invocation: the coroutine that runs fetch, an RPC method or
+ * an alarm handler inside an isolate. It runs a *turn* at a time: from its
+ * start or a wake-up to its next yield point or its end. A turn's writes are
+ * one transaction, committed when the turn ends at a yield point or a return
+ * and rolled back when it raises. Only one turn runs at a time in a world,
+ * which is how the input gate holds: storage calls never yield, so no other
+ * invocation can see a turn half done.
+ *
+ * Tasks and objects are named by integer ids in events, never by pointers,
+ * so an event for a task that an object reset has killed is simply dropped
+ * when it comes due.
+ *
+ * This file must not know what Lua code runs: the isolate side (runtime.lua)
+ * is reached through one function, dispatch(kind, ...), per isolate.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "clone.h"
+#include "eutaxy.h"
+#include "isolate.h"
+#include "prng.h"
+#include "sched.h"
+#include "store.h"
+#include "world.h"
+
+enum { EU_EV_START = 1, EU_EV_RESUME, EU_EV_ALARM };
+enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM };
+enum { EU_WAIT_NONE = 0, EU_WAIT_CALL, EU_WAIT_SLEEP };
+
+#define EU_LABEL 128
+#define EU_FORMAT_MAX 160   /* bytes of a value shown in the trace */
+
+struct eu_object {
+  int index;          /* position in w->objects; events name objects by it */
+  int ns;             /* binding index; -1 for the worker */
+  char hex[65];
+  char *name;         /* NULL for an id made by newUniqueId */
+  char tag[96];       /* how the trace names it: DO:POOL(pool) */
+  eu_store *store;    /* opened on first use, kept across resets */
+  eu_isolate *iso;    /* NULL until constructed, and again after a reset */
+  int dispatch_ref;   /* runtime dispatch function in iso */
+  int wire_error_ref; /* runtime.wire_error in iso */
+  int64_t alarm_gen;  /* bumped whenever the alarm is rescheduled */
+  int alarm_running;
+  eu_world *w;
+};
+
+struct eu_task {
+  int64_t id;
+  int kind;
+  eu_object *obj;
+  lua_State *co;      /* NULL until the task starts */
+  int coref;
+  int64_t origin_task;  /* the task waiting for our answer, or 0 */
+  int origin_slot;      /* the slot waiting for our answer, or 0 */
+  int waiting;
+  int alarm_retry;
+  int calls;            /* outgoing calls so far: effect numbers */
+  char method[64];
+  char label[EU_LABEL];
+  eu_task *next;        /* in the live list */
+};
+
+typedef struct eu_slot {
+  int used, done;
+  char *data;
+  size_t len;
+} eu_slot;
+
+struct eu_world {
+  eu_world_opts o;
+  char *libdir, *entry, *projectdir;
+  eu_binding *bindings;
+  int nbindings;
+  eu_sched sched;
+  eu_prng prng;
+  eu_determ_hooks hooks;
+  eu_object **objects;
+  int nobjects, capobjects;
+  eu_object *worker;
+  eu_task *tasks;     /* live tasks, newest first */
+  int64_t next_task;
+  eu_task *running;
+  eu_slot *slots;
+  int nslots;
+  lua_State *scratch; /* builds host-made values (errors, alarm info) for encoding */
+  eu_buf trace;
+};
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static char *dupstr(const char *s) {
+  size_t n;
+  char *p;
+  if (!s) return NULL;
+  n = strlen(s) + 1;
+  p = malloc(n);
+  if (p) memcpy(p, s, n);
+  return p;
+}
+
+static void trace(eu_world *w, const char *fmt, ...)
+#if defined(__GNUC__)
+  __attribute__((format(printf, 2, 3)))
+#endif
+  ;
+
+static void trace(eu_world *w, const char *fmt, ...) {
+  va_list ap;
+  int64_t t = w->sched.now;
+  eu_buf_printf(&w->trace, "%6" PRId64 ".%03ds  ", t / 1000, (int)(t % 1000));
+  va_start(ap, fmt);
+  eu_buf_vprintf(&w->trace, fmt, ap);
+  va_end(ap);
+  eu_buf_putc(&w->trace, '\n');
+}
+
+void eu_world_log(eu_world *w, const char *fmt, ...) {
+  va_list ap;
+  int64_t t = w->sched.now;
+  eu_buf_printf(&w->trace, "%6" PRId64 ".%03ds  ", t / 1000, (int)(t % 1000));
+  va_start(ap, fmt);
+  eu_buf_vprintf(&w->trace, fmt, ap);
+  va_end(ap);
+  eu_buf_putc(&w->trace, '\n');
+}
+
+/* A short rendering of encoded values for the trace. */
+static const char *fmtvals(eu_buf *tmp, const char *p, size_t n, int skip) {
+  eu_buf_reset(tmp);
+  if (eu_clone_format(p, n, tmp, EU_FORMAT_MAX) != EU_OK) eu_buf_puts(tmp, "?");
+  if (!tmp->p) eu_buf_puts(tmp, "");
+  (void)skip;
+  return tmp->p;
+}
+
+static int64_t now_abs(void *ud) {
+  eu_world *w = ud;
+  return w->o.start_ms + w->sched.now;
+}
+
+static int64_t elapsed(void *ud) {
+  eu_world *w = ud;
+  return w->sched.now;
+}
+
+static uint64_t rnd(void *ud) {
+  return eu_prng_next(&((eu_world *)ud)->prng);
+}
+
+int64_t eu_world_now(eu_world *w) { return now_abs(w); }
+int64_t eu_world_elapsed(eu_world *w) { return w->sched.now; }
+const eu_buf *eu_world_trace(eu_world *w) { return &w->trace; }
+uint64_t eu_world_random(eu_world *w) { return eu_prng_next(&w->prng); }
+int eu_object_has_isolate(eu_object *o) { return o->iso != NULL; }
+int eu_world_nbindings(eu_world *w) { return w->nbindings; }
+
+const char *eu_world_binding_name(eu_world *w, int ns) {
+  return ns >= 0 && ns < w->nbindings ? w->bindings[ns].name : NULL;
+}
+
+int eu_world_binding(eu_world *w, const char *name) {
+  int i;
+  for (i = 0; i < w->nbindings; i++)
+    if (strcmp(w->bindings[i].name, name) == 0) return i;
+  return -1;
+}
+
+int eu_world_choose(eu_world *w, int kind, int n, const char *label) {
+  int i;
+  if (n <= 1) return 0;
+  if (w->o.choose) {
+    i = w->o.choose(w->o.choose_ud, kind, n, label);
+    return i >= 0 && i < n ? i : 0;
+  }
+  if (kind == EU_CHOICE_FAULT) return 0;  /* no faults unless a chooser asks for them */
+  return (int)eu_prng_below(&w->prng, (uint64_t)n);
+}
+
+/* ---- ids -------------------------------------------------------------- */
+
+static void hexify(const uint64_t v[4], char hex[65]) {
+  int i;
+  for (i = 0; i < 4; i++) snprintf(hex + 16 * i, 17, "%016" PRIx64, v[i]);
+}
+
+int eu_world_id_from_name(eu_world *w, int ns, const char *name, char hex[65]) {
+  /* An id depends on the namespace's class and the name only, so it is the
+   * same in every run and every process: serve names files after it. */
+  uint64_t v[4];
+  eu_buf b;
+  int i;
+  if (ns < 0 || ns >= w->nbindings) return EU_EINVAL;
+  eu_buf_init(&b);
+  if (eu_buf_puts(&b, w->bindings[ns].class_name) || eu_buf_putc(&b, 0) || eu_buf_puts(&b, name)) {
+    eu_buf_free(&b);
+    return EU_ENOMEM;
+  }
+  for (i = 0; i < 4; i++) v[i] = eu_hash64(b.p, b.n, (uint64_t)i * 0x9e3779b97f4a7c15ULL);
+  eu_buf_free(&b);
+  hexify(v, hex);
+  return EU_OK;
+}
+
+void eu_world_new_unique_id(eu_world *w, char hex[65]) {
+  uint64_t v[4];
+  int i;
+  for (i = 0; i < 4; i++) v[i] = eu_prng_next(&w->prng);
+  hexify(v, hex);
+}
+
+/* ---- objects ---------------------------------------------------------- */
+
+static eu_object *find_object(eu_world *w, int ns, const char *hex) {
+  int i;
+  for (i = 0; i < w->nobjects; i++) {
+    eu_object *o = w->objects[i];
+    if (o->ns == ns && strcmp(o->hex, hex) == 0) return o;
+  }
+  return NULL;
+}
+
+static eu_object *add_object(eu_world *w, int ns, const char *hex, const char *name) {
+  eu_object *o;
+  if (w->nobjects == w->capobjects) {
+    int cap = w->capobjects ? w->capobjects * 2 : 16;
+    eu_object **a = realloc(w->objects, (size_t)cap * sizeof *a);
+    if (!a) return NULL;
+    w->objects = a;
+    w->capobjects = cap;
+  }
+  o = calloc(1, sizeof *o);
+  if (!o) return NULL;
+  o->index = w->nobjects;
+  o->ns = ns;
+  o->w = w;
+  o->dispatch_ref = o->wire_error_ref = LUA_NOREF;
+  snprintf(o->hex, sizeof o->hex, "%s", hex);
+  if (name && !(o->name = dupstr(name))) {
+    free(o);
+    return NULL;
+  }
+  if (ns < 0)
+    snprintf(o->tag, sizeof o->tag, "worker");
+  else if (name)
+    snprintf(o->tag, sizeof o->tag, "DO:%s(%.48s)", w->bindings[ns].name, name);
+  else
+    snprintf(o->tag, sizeof o->tag, "DO:%s(%.12s)", w->bindings[ns].name, hex);
+  w->objects[w->nobjects++] = o;
+  return o;
+}
+
+eu_object *eu_world_object(eu_world *w, int ns, const char *hex, const char *name, char *err,
+                           size_t errlen) {
+  eu_object *o;
+  if (ns < 0 || ns >= w->nbindings) {
+    eu_err(err, errlen, EU_EINVAL, "no durable object binding number %d", ns);
+    return NULL;
+  }
+  if (strlen(hex) != 64 || strspn(hex, "0123456789abcdef") != 64) {
+    eu_err(err, errlen, EU_EINVAL, "invalid durable object id \"%.80s\": 64 hex digits expected",
+           hex);
+    return NULL;
+  }
+  o = find_object(w, ns, hex);
+  if (o) {
+    if (name && !o->name) {  /* an id seen first by value, now by name */
+      o->name = dupstr(name);
+      snprintf(o->tag, sizeof o->tag, "DO:%s(%.48s)", w->bindings[ns].name, name);
+    }
+    return o;
+  }
+  o = add_object(w, ns, hex, name);
+  if (!o) eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  return o;
+}
+
+eu_store *eu_object_store(eu_world *w, eu_object *o, char *err, size_t errlen) {
+  (void)w;
+  if (o->ns < 0) {
+    eu_err(err, errlen, EU_EINVAL, "the worker has no storage");
+    return NULL;
+  }
+  if (!o->store && eu_store_open(&o->store, NULL, err, errlen) != EU_OK) return NULL;
+  return o->store;
+}
+
+static void log_print(void *ud, const char *msg, size_t len) {
+  eu_object *o = ud;
+  eu_world *w = o->w;
+  const char *who = w->running ? w->running->label : o->tag;
+  trace(w, "%s  print: %.*s", who, (int)(len > 400 ? 400 : len), msg);
+  if (w->o.echo_log) fprintf(stderr, "[%s] %.*s\n", o->tag, (int)len, msg);
+}
+
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (msg) luaL_traceback(L, L, msg, 1);
+  else lua_pushvalue(L, 1);  /* an error table travels as it is */
+  return 1;
+}
+
+/* Builds the object's isolate and its instance, through runtime.boot. */
+static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
+  eu_isolate_opts io;
+  lua_State *L;
+  int i, rc;
+  memset(&io, 0, sizeof io);
+  io.libdir = w->libdir;
+  io.projectdir = w->projectdir;
+  io.mem_limit = w->o.mem_limit;
+  io.hooks = &w->hooks;
+  io.open_core = eu_world_open_core;
+  io.log = log_print;
+  io.ud = o;
+  if ((rc = eu_isolate_new(&o->iso, &io, err, errlen)) != EU_OK) return rc;
+  L = eu_isolate_L(o->iso);
+  lua_pushcfunction(L, traceback);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "eutaxy.runtime");
+  if (lua_pcall(L, 1, 1, 1) != LUA_OK) goto fail;
+  lua_getfield(L, -1, "wire_error");
+  o->wire_error_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, -1, "boot");
+  lua_pushstring(L, o->ns < 0 ? "worker" : "object");
+  lua_pushstring(L, w->entry);
+  lua_createtable(L, w->nbindings, 0);
+  for (i = 0; i < w->nbindings; i++) {
+    lua_createtable(L, 0, 2);
+    lua_pushstring(L, w->bindings[i].name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, w->bindings[i].class_name);
+    lua_setfield(L, -2, "class_name");
+    lua_rawseti(L, -2, i + 1);
+  }
+  if (o->ns >= 0) {
+    lua_pushstring(L, w->bindings[o->ns].name);
+    lua_pushstring(L, o->hex);
+    if (o->name) lua_pushstring(L, o->name);
+    else lua_pushnil(L);
+  } else {
+    lua_pushnil(L);
+    lua_pushnil(L);
+    lua_pushnil(L);
+  }
+  if (lua_pcall(L, 6, 1, 1) != LUA_OK) goto fail;
+  o->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_settop(L, 0);
+  return EU_OK;
+fail:
+  eu_err(err, errlen, EU_ELUA, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "error object is not a string");
+  eu_isolate_close(o->iso);
+  o->iso = NULL;
+  o->dispatch_ref = o->wire_error_ref = LUA_NOREF;
+  return EU_ELUA;
+}
+
+/* ---- host-made values ------------------------------------------------- */
+
+/* Encodes (false, { name, message, remote, retryable }) for an answer that
+ * no user code produced. */
+static int error_payload(eu_world *w, const char *name, const char *message, int remote,
+                         int retryable, char **data, size_t *len) {
+  lua_State *S = w->scratch;
+  eu_buf b;
+  int rc;
+  lua_settop(S, 0);
+  lua_pushboolean(S, 0);
+  lua_createtable(S, 0, 4);
+  lua_pushstring(S, name);
+  lua_setfield(S, -2, "name");
+  lua_pushstring(S, message);
+  lua_setfield(S, -2, "message");
+  lua_pushboolean(S, remote);
+  lua_setfield(S, -2, "remote");
+  lua_pushboolean(S, retryable);
+  lua_setfield(S, -2, "retryable");
+  eu_buf_init(&b);
+  rc = eu_clone_encode(S, 1, 2, &b, NULL, 0);
+  lua_settop(S, 0);
+  if (rc != EU_OK) {
+    eu_buf_free(&b);
+    return rc;
+  }
+  *data = eu_buf_take(&b, len);
+  return EU_OK;
+}
+
+static int ok_payload(eu_world *w, char **data, size_t *len) {
+  lua_State *S = w->scratch;
+  eu_buf b;
+  int rc;
+  lua_settop(S, 0);
+  lua_pushboolean(S, 1);
+  eu_buf_init(&b);
+  rc = eu_clone_encode(S, 1, 1, &b, NULL, 0);
+  lua_settop(S, 0);
+  if (rc != EU_OK) {
+    eu_buf_free(&b);
+    return rc;
+  }
+  *data = eu_buf_take(&b, len);
+  return EU_OK;
+}
+
+/* ---- tasks ------------------------------------------------------------ */
+
+static eu_task *find_task(eu_world *w, int64_t id) {
+  eu_task *t;
+  for (t = w->tasks; t; t = t->next)
+    if (t->id == id) return t;
+  return NULL;
+}
+
+static eu_task *new_task(eu_world *w, int kind, eu_object *obj, const char *method,
+                         const char *label) {
+  eu_task *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  t->id = ++w->next_task;
+  t->kind = kind;
+  t->obj = obj;
+  t->coref = LUA_NOREF;
+  snprintf(t->method, sizeof t->method, "%s", method ? method : "");
+  snprintf(t->label, sizeof t->label, "%s", label);
+  t->next = w->tasks;
+  w->tasks = t;
+  return t;
+}
+
+static void free_task(eu_world *w, eu_task *t) {
+  eu_task **pp;
+  for (pp = &w->tasks; *pp; pp = &(*pp)->next)
+    if (*pp == t) {
+      *pp = t->next;
+      break;
+    }
+  if (t->coref != LUA_NOREF && t->obj->iso)
+    luaL_unref(eu_isolate_L(t->obj->iso), LUA_REGISTRYINDEX, t->coref);
+  if (w->running == t) w->running = NULL;
+  free(t);
+}
+
+static int push_event(eu_world *w, int kind, int64_t at, int64_t a, int64_t b, char *data,
+                      size_t len) {
+  eu_event ev;
+  int rc;
+  memset(&ev, 0, sizeof ev);
+  ev.at = at;
+  ev.kind = kind;
+  ev.a = a;
+  ev.b = b;
+  ev.data = data;
+  ev.len = len;
+  rc = eu_sched_push(&w->sched, &ev);
+  if (rc != EU_OK) free(data);
+  return rc;
+}
+
+/* Sends a finished task's answer to whoever waits for it. Takes data. */
+static void answer(eu_world *w, eu_task *t, char *data, size_t len) {
+  if (t->origin_task) {
+    push_event(w, EU_EV_RESUME, w->sched.now, t->origin_task, 0, data, len);
+  } else if (t->origin_slot > 0 && t->origin_slot <= w->nslots &&
+             w->slots[t->origin_slot - 1].used) {
+    eu_slot *s = &w->slots[t->origin_slot - 1];
+    free(s->data);
+    s->data = data;
+    s->len = len;
+    s->done = 1;
+  } else {
+    free(data);
+  }
+}
+
+static void answer_error(eu_world *w, eu_task *t, const char *name, const char *message,
+                         int remote, int retryable) {
+  char *data = NULL;
+  size_t len = 0;
+  if (error_payload(w, name, message, remote, retryable, &data, &len) == EU_OK)
+    answer(w, t, data, len);
+}
+
+/* ---- alarms ----------------------------------------------------------- */
+
+static void reconcile_alarm(eu_world *w, eu_object *o) {
+  int has = 0, retry = 0;
+  int64_t at = 0;
+  if (!o->store) return;
+  o->alarm_gen++;
+  if (eu_store_get_alarm(o->store, &has, &at, &retry) != EU_OK) return;
+  if (!has || o->alarm_running) return;
+  push_event(w, EU_EV_ALARM, at - w->o.start_ms, o->index, o->alarm_gen, NULL, 0);
+}
+
+/* After a turn: commit or roll back, then follow the alarm if user code moved it. */
+static int end_turn(eu_world *w, eu_object *o, int ok, char *err, size_t errlen) {
+  int rc = EU_OK;
+  if (!o->store || !eu_store_in_turn(o->store)) return EU_OK;
+  if (ok) {
+    rc = eu_store_commit(o->store);
+    if (rc != EU_OK) {
+      eu_err(err, errlen, rc, "commit failed: %s", eu_store_errmsg(o->store));
+      eu_store_rollback(o->store);
+    }
+  } else {
+    eu_store_rollback(o->store);
+  }
+  if (eu_store_alarm_dirty(o->store)) {
+    eu_store_clear_alarm_dirty(o->store);
+    if (ok && rc == EU_OK) {
+      int has = 0, retry = 0;
+      int64_t at = 0;
+      if (eu_store_get_alarm(o->store, &has, &at, &retry) == EU_OK) {
+        if (has) trace(w, "%s  alarm set for %+.3fs", o->tag, (double)(at - now_abs(w)) / 1000.0);
+        else trace(w, "%s  alarm deleted", o->tag);
+      }
+    }
+    reconcile_alarm(w, o);
+  }
+  return rc;
+}
+
+/* An alarm handler failed: put it back on the retry ladder, or drop it. */
+static void alarm_failed(eu_world *w, eu_task *t) {
+  eu_object *o = t->obj;
+  int retry = t->alarm_retry + 1;
+  if (!o->store) return;
+  if (eu_store_touch(o->store) != EU_OK) return;
+  if (retry <= EU_ALARM_MAX_RETRIES) {
+    int64_t delay = (int64_t)1000 << retry;  /* 2, 4, 8, 16, 32, 64 s */
+    eu_store_set_alarm(o->store, now_abs(w) + delay, retry);
+    trace(w, "%s  alarm retry %d of %d in %" PRId64 "s", o->tag, retry, EU_ALARM_MAX_RETRIES,
+          delay / 1000);
+  } else {
+    eu_store_delete_alarm(o->store);
+    trace(w, "%s  alarm dropped after %d retries", o->tag, EU_ALARM_MAX_RETRIES);
+  }
+  eu_store_commit(o->store);
+  eu_store_clear_alarm_dirty(o->store);
+}
+
+/* ---- running turns ---------------------------------------------------- */
+
+static void finish(eu_world *w, eu_task *t, int ok, char *data, size_t len) {
+  eu_object *o = t->obj;
+  if (t->kind == EU_TASK_ALARM) {
+    o->alarm_running = 0;
+    if (!ok) alarm_failed(w, t);
+    reconcile_alarm(w, o);
+  }
+  answer(w, t, data, len);
+  free_task(w, t);
+}
+
+/* The task's coroutine raised (or broke a rule): roll back, answer with the error. */
+static void fail(eu_world *w, eu_task *t, lua_State *co) {
+  eu_object *o = t->obj;
+  lua_State *L = eu_isolate_L(o->iso);
+  eu_buf b, tmp;
+  char *data;
+  size_t len;
+  int rc;
+  end_turn(w, o, 0, NULL, 0);
+  lua_settop(L, 0);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, o->wire_error_ref);
+  lua_xmove(co, L, 1);  /* the error value */
+  if (lua_type(L, -1) == LUA_TSTRING) luaL_traceback(L, co, lua_tostring(L, -1), 0);
+  else lua_pushnil(L);
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+    lua_settop(L, 0);
+    answer_error(w, t, "Error", "an error value that could not be reported", 1, 0);
+    trace(w, "%s  raised an error that could not be reported", t->label);
+    finish(w, t, 0, NULL, 0);
+    return;
+  }
+  lua_pushboolean(L, 0);
+  lua_insert(L, -2);
+  eu_buf_init(&b);
+  rc = eu_clone_encode(L, -2, 2, &b, NULL, 0);
+  lua_getfield(L, -1, "name");
+  lua_getfield(L, -2, "message");
+  trace(w, "%s  raised %s: %.300s", t->label, lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error",
+        lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+  lua_settop(L, 0);
+  if (rc != EU_OK) {
+    eu_buf_free(&b);
+    answer_error(w, t, "Error", "an error value that could not be cloned", 1, 0);
+    finish(w, t, 0, NULL, 0);
+    return;
+  }
+  data = eu_buf_take(&b, &len);
+  (void)tmp;
+  finish(w, t, 0, data, len);
+}
+
+static void run_turn(eu_world *w, eu_task *t, int nargs) {
+  lua_State *co = t->co;
+  eu_object *o = t->obj;
+  int status, nres = 0;
+  char err[EU_ERRLEN];
+  w->running = t;
+  eu_isolate_arm(co, w->o.cpu_limit);
+  status = lua_resume(co, NULL, nargs, &nres);
+  w->running = NULL;
+  if (status == LUA_YIELD) {
+    if (t->waiting == EU_WAIT_NONE) {
+      lua_settop(co, 0);
+      lua_pushstring(co, "coroutine.yield() cannot suspend an invocation: only RPC calls, "
+                         "stub:fetch and eutaxy.sleep wait");
+      fail(w, t, co);
+      return;
+    }
+    lua_settop(co, 0);
+    if (end_turn(w, o, 1, err, sizeof err) != EU_OK) {
+      /* The output gate could not open: the invocation cannot go on. */
+      t->waiting = EU_WAIT_NONE;
+      trace(w, "%s  %s", t->label, err);
+      answer_error(w, t, "Error", err, 0, 1);
+      finish(w, t, 0, NULL, 0);
+    }
+    return;
+  }
+  if (status != LUA_OK) {
+    fail(w, t, co);
+    return;
+  }
+  /* Returned: answer true and the results. */
+  {
+    eu_buf b, tmp;
+    char *data;
+    size_t len;
+    int rc;
+    lua_pushboolean(co, 1);
+    lua_rotate(co, -(nres + 1), 1);
+    eu_buf_init(&b);
+    rc = eu_clone_encode(co, -(nres + 1), nres + 1, &b, err, sizeof err);
+    lua_settop(co, 0);
+    if (end_turn(w, o, 1, err, sizeof err) != EU_OK) {
+      eu_buf_free(&b);
+      trace(w, "%s  %s", t->label, err);
+      answer_error(w, t, "Error", err, 0, 1);
+      finish(w, t, 0, NULL, 0);
+      return;
+    }
+    if (rc != EU_OK) {
+      char msg[EU_ERRLEN + 64];
+      eu_buf_free(&b);
+      snprintf(msg, sizeof msg, "the result of %s cannot be cloned: %.400s",
+               t->method[0] ? t->method : "the invocation", err);
+      trace(w, "%s  raised DataCloneError: %s", t->label, msg);
+      answer_error(w, t, "DataCloneError", msg, 1, 0);
+      finish(w, t, 0, NULL, 0);
+      return;
+    }
+    data = eu_buf_take(&b, &len);
+    eu_buf_init(&tmp);
+    if (t->kind != EU_TASK_ALARM)
+      trace(w, "%s  returned %s", t->label, fmtvals(&tmp, data, len, 1));
+    else
+      trace(w, "%s  done", t->label);
+    eu_buf_free(&tmp);
+    finish(w, t, 1, data, len);
+  }
+}
+
+static const char *kind_name(int kind) {
+  switch (kind) {
+  case EU_TASK_FETCH: return "fetch";
+  case EU_TASK_ALARM: return "alarm";
+  default: return "call";
+  }
+}
+
+/* EU_EV_START: construct the object if needed, start the coroutine. */
+static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
+  eu_object *o = t->obj;
+  lua_State *L;
+  int n = 0, rc;
+  char err[EU_ERRLEN];
+  if (!o->iso) {
+    if (o->ns >= 0 && !eu_object_store(w, o, err, sizeof err)) {
+      trace(w, "%s  %s", t->label, err);
+      answer_error(w, t, "Error", err, 0, 1);
+      finish(w, t, 0, NULL, 0);
+      return;
+    }
+    if (construct(w, o, err, sizeof err) != EU_OK) {
+      trace(w, "%s  constructing %s failed: %s", t->label, o->tag, err);
+      answer_error(w, t, "Error", err, 1, 0);
+      finish(w, t, 0, NULL, 0);
+      return;
+    }
+  }
+  L = eu_isolate_L(o->iso);
+  t->co = lua_newthread(L);
+  t->coref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_rawgeti(t->co, LUA_REGISTRYINDEX, o->dispatch_ref);
+  lua_pushstring(t->co, kind_name(t->kind));
+  if (t->kind == EU_TASK_ALARM) {
+    lua_createtable(t->co, 0, 2);
+    lua_pushinteger(t->co, t->alarm_retry);
+    lua_setfield(t->co, -2, "retryCount");
+    lua_pushboolean(t->co, t->alarm_retry > 0);
+    lua_setfield(t->co, -2, "isRetry");
+    n = 1;
+    /* getAlarm() is nil while the handler runs, unless it sets a new one. */
+    if (eu_store_touch(o->store) == EU_OK) {
+      eu_store_delete_alarm(o->store);
+      eu_store_clear_alarm_dirty(o->store);
+    }
+  } else if (data) {
+    rc = eu_clone_decode(t->co, data, len, &n, err, sizeof err);
+    if (rc != EU_OK) {
+      lua_settop(t->co, 0);
+      answer_error(w, t, "Error", err, 0, 0);
+      finish(w, t, 0, NULL, 0);
+      return;
+    }
+  }
+  run_turn(w, t, n + 1);
+}
+
+static void resume_task(eu_world *w, eu_task *t, const char *data, size_t len) {
+  int n = 0;
+  char err[EU_ERRLEN];
+  t->waiting = EU_WAIT_NONE;
+  if (eu_clone_decode(t->co, data, len, &n, err, sizeof err) != EU_OK) {
+    lua_settop(t->co, 0);
+    lua_pushboolean(t->co, 0);
+    lua_pushstring(t->co, err);
+    n = 2;
+  }
+  run_turn(w, t, n);
+}
+
+static void fire_alarm(eu_world *w, eu_object *o, int64_t gen) {
+  int has = 0, retry = 0;
+  int64_t at = 0;
+  eu_task *t;
+  char label[EU_LABEL];
+  if (gen != o->alarm_gen || o->alarm_running || !o->store) return;
+  if (eu_store_get_alarm(o->store, &has, &at, &retry) != EU_OK || !has) return;
+  if (at > now_abs(w)) {
+    reconcile_alarm(w, o);
+    return;
+  }
+  snprintf(label, sizeof label, "alarm %.100s", o->tag);
+  t = new_task(w, EU_TASK_ALARM, o, "alarm", label);
+  if (!t) return;
+  t->alarm_retry = retry;
+  o->alarm_running = 1;
+  if (retry) trace(w, "%s  fires (retry %d)", label, retry);
+  else trace(w, "%s  fires", label);
+  start_task(w, t, NULL, 0);
+}
+
+static void dispatch(eu_world *w, eu_event *ev) {
+  eu_task *t;
+  switch (ev->kind) {
+  case EU_EV_START:
+    if ((t = find_task(w, ev->a)) != NULL) start_task(w, t, ev->data, ev->len);
+    break;
+  case EU_EV_RESUME:
+    /* A task that a reset killed is gone: its wake-up has no one to wake. */
+    if ((t = find_task(w, ev->a)) != NULL && t->co) resume_task(w, t, ev->data, ev->len);
+    break;
+  case EU_EV_ALARM:
+    if (ev->a >= 0 && ev->a < w->nobjects) fire_alarm(w, w->objects[ev->a], ev->b);
+    break;
+  }
+}
+
+#define EU_MAX_TIES 64
+
+int eu_world_step(eu_world *w, char *err, size_t errlen) {
+  eu_event ties[EU_MAX_TIES];
+  size_t n, i, pick = 0;
+  n = eu_sched_ties(&w->sched, ties, EU_MAX_TIES);
+  if (n == 0) return 0;
+  if (n > 1) pick = (size_t)eu_world_choose(w, EU_CHOICE_ORDER, (int)n, "order");
+  for (i = 0; i < n; i++) {
+    if (i == pick) continue;
+    if (eu_sched_giveback(&w->sched, &ties[i]) != EU_OK) {
+      free(ties[i].data);
+      return eu_err(err, errlen, EU_ENOMEM, "out of memory in the scheduler");
+    }
+  }
+  dispatch(w, &ties[pick]);
+  free(ties[pick].data);
+  return 1;
+}
+
+/* ---- yield points ----------------------------------------------------- */
+
+eu_world *eu_world_of(lua_State *L) {
+  eu_object *o = eu_isolate_ud(L);
+  return o ? o->w : NULL;
+}
+
+eu_object *eu_world_self(lua_State *L) {
+  eu_object *o = eu_isolate_ud(L);
+  return o && o->ns >= 0 ? o : NULL;
+}
+
+eu_task *eu_world_running(lua_State *L) {
+  eu_world *w = eu_world_of(L);
+  if (!w || !w->running || w->running->co != L) return NULL;
+  return w->running;
+}
+
+int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, char *payload,
+                 size_t len, const char *method) {
+  eu_world *w = t->obj->w;
+  eu_object *target;
+  eu_task *callee;
+  char label[EU_LABEL];
+  eu_buf tmp;
+  int kind = strcmp(method, "fetch") == 0 ? EU_TASK_FETCH : EU_TASK_RPC;
+  target = eu_world_object(w, ns, hex, name, NULL, 0);
+  if (!target) {
+    free(payload);
+    return EU_EINVAL;
+  }
+  snprintf(label, sizeof label, "%.40s>%.20s.%.30s", t->label, w->bindings[ns].name, method);
+  callee = new_task(w, kind, target, method, label);
+  if (!callee) {
+    free(payload);
+    return EU_ENOMEM;
+  }
+  callee->origin_task = t->id;
+  t->calls++;
+  t->waiting = EU_WAIT_CALL;
+  eu_buf_init(&tmp);
+  trace(w, "%s  calls %s %s", t->label, target->tag, fmtvals(&tmp, payload, len, 0));
+  eu_buf_free(&tmp);
+  /* The method name travels first in the payload for an RPC; fetch carries the request only. */
+  return push_event(w, EU_EV_START, w->sched.now, callee->id, 0, payload, len);
+}
+
+int eu_task_sleep(eu_task *t, int64_t ms) {
+  eu_world *w = t->obj->w;
+  char *data;
+  size_t len;
+  int rc = ok_payload(w, &data, &len);
+  if (rc != EU_OK) return rc;
+  t->waiting = EU_WAIT_SLEEP;
+  trace(w, "%s  sleeps %" PRId64 "ms", t->label, ms);
+  return push_event(w, EU_EV_RESUME, w->sched.now + (ms > 0 ? ms : 0), t->id, 0, data, len);
+}
+
+/* ---- slots ------------------------------------------------------------ */
+
+static int new_slot(eu_world *w) {
+  int i;
+  for (i = 0; i < w->nslots; i++)
+    if (!w->slots[i].used) break;
+  if (i == w->nslots) {
+    eu_slot *s = realloc(w->slots, (size_t)(w->nslots + 8) * sizeof *s);
+    if (!s) return 0;
+    memset(s + w->nslots, 0, 8 * sizeof *s);
+    w->slots = s;
+    w->nslots += 8;
+  }
+  memset(&w->slots[i], 0, sizeof w->slots[i]);
+  w->slots[i].used = 1;
+  return i + 1;
+}
+
+int eu_world_submit(eu_world *w, int kind, eu_object *target, char *payload, size_t len,
+                    const char *label) {
+  eu_task *t;
+  int slot;
+  eu_buf tmp;
+  if (!target) target = w->worker;
+  slot = new_slot(w);
+  if (!slot) {
+    free(payload);
+    return 0;
+  }
+  t = new_task(w, kind == EU_CALL_FETCH ? EU_TASK_FETCH : EU_TASK_RPC, target,
+               kind == EU_CALL_FETCH ? "fetch" : "", label);
+  if (!t) {
+    w->slots[slot - 1].used = 0;
+    free(payload);
+    return 0;
+  }
+  t->origin_slot = slot;
+  eu_buf_init(&tmp);
+  trace(w, "%s  %s %s", label, target->tag, fmtvals(&tmp, payload, len, 0));
+  eu_buf_free(&tmp);
+  if (push_event(w, EU_EV_START, w->sched.now, t->id, 0, payload, len) != EU_OK) {
+    free_task(w, t);
+    w->slots[slot - 1].used = 0;
+    return 0;
+  }
+  return slot;
+}
+
+int eu_world_run_alarm(eu_world *w, eu_object *o) {
+  int has = 0, retry = 0, slot;
+  int64_t at = 0;
+  eu_task *t;
+  char label[EU_LABEL];
+  if (!o->store || o->alarm_running) return 0;
+  if (eu_store_get_alarm(o->store, &has, &at, &retry) != EU_OK || !has) return 0;
+  slot = new_slot(w);
+  if (!slot) return 0;
+  snprintf(label, sizeof label, "alarm %.100s", o->tag);
+  t = new_task(w, EU_TASK_ALARM, o, "alarm", label);
+  if (!t) {
+    w->slots[slot - 1].used = 0;
+    return 0;
+  }
+  t->origin_slot = slot;
+  t->alarm_retry = retry;
+  o->alarm_running = 1;
+  o->alarm_gen++;  /* the scheduled firing is this one */
+  trace(w, "%s  runs now (asked for)", label);
+  start_task(w, t, NULL, 0);
+  return slot;
+}
+
+int eu_world_slot_done(eu_world *w, int slot) {
+  return slot > 0 && slot <= w->nslots && w->slots[slot - 1].used && w->slots[slot - 1].done;
+}
+
+int eu_world_slot_take(eu_world *w, int slot, char **data, size_t *len) {
+  eu_slot *s;
+  if (!eu_world_slot_done(w, slot)) return EU_EINVAL;
+  s = &w->slots[slot - 1];
+  *data = s->data;
+  *len = s->len;
+  memset(s, 0, sizeof *s);
+  return EU_OK;
+}
+
+#define EU_MAX_EVENTS_PER_CALL 10000000
+
+int eu_world_run_until_done(eu_world *w, int slot, char *err, size_t errlen) {
+  long steps = 0;
+  while (!eu_world_slot_done(w, slot)) {
+    int rc = eu_world_step(w, err, errlen);
+    if (rc < 0) return rc;
+    if (rc == 0)
+      return eu_err(err, errlen, EU_EINVAL, "the call never finished: nothing is left to run");
+    if (++steps > EU_MAX_EVENTS_PER_CALL)
+      return eu_err(err, errlen, EU_EINVAL,
+                    "the call did not finish after %d events; is something waiting in a loop?",
+                    EU_MAX_EVENTS_PER_CALL);
+  }
+  return EU_OK;
+}
+
+int eu_world_advance(eu_world *w, int64_t ms, char *err, size_t errlen) {
+  int64_t target = w->sched.now + (ms > 0 ? ms : 0);
+  long steps = 0;
+  while (eu_sched_next_time(&w->sched) <= target) {
+    int rc = eu_world_step(w, err, errlen);
+    if (rc < 0) return rc;
+    if (++steps > EU_MAX_EVENTS_PER_CALL)
+      return eu_err(err, errlen, EU_EINVAL, "advance ran %d events without reaching its time",
+                    EU_MAX_EVENTS_PER_CALL);
+  }
+  if (w->sched.now < target) w->sched.now = target;
+  return EU_OK;
+}
+
+/* ---- reset ------------------------------------------------------------ */
+
+int eu_world_reset(eu_world *w, eu_object *o) {
+  eu_task *t, *next;
+  if (o->ns < 0) return EU_EINVAL;
+  trace(w, "%s  reset: in-memory state lost, storage kept", o->tag);
+  /* Every invocation in flight in the object is interrupted; its caller sees
+   * a retryable failure, as after an object is evicted. */
+  for (t = w->tasks; t; t = next) {
+    next = t->next;
+    if (t->obj != o) continue;
+    answer_error(w, t, "Error", "the object was reset while the invocation was running", 0, 1);
+    if (t->kind == EU_TASK_ALARM) o->alarm_running = 0;
+    free_task(w, t);
+  }
+  if (o->store && eu_store_in_turn(o->store)) eu_store_rollback(o->store);
+  eu_isolate_close(o->iso);
+  o->iso = NULL;
+  o->dispatch_ref = o->wire_error_ref = LUA_NOREF;
+  o->alarm_running = 0;
+  reconcile_alarm(w, o);
+  return EU_OK;
+}
+
+/* ---- the world -------------------------------------------------------- */
+
+void eu_world_free(eu_world *w) {
+  int i;
+  if (!w) return;
+  while (w->tasks) free_task(w, w->tasks);
+  for (i = 0; i < w->nobjects; i++) {
+    eu_object *o = w->objects[i];
+    eu_isolate_close(o->iso);
+    if (o->store) eu_store_close(o->store);
+    free(o->name);
+    free(o);
+  }
+  free(w->objects);
+  for (i = 0; i < w->nslots; i++) free(w->slots[i].data);
+  free(w->slots);
+  eu_sched_free(&w->sched);
+  if (w->scratch) lua_close(w->scratch);
+  for (i = 0; i < w->nbindings; i++) {
+    free((char *)w->bindings[i].name);
+    free((char *)w->bindings[i].class_name);
+  }
+  free(w->bindings);
+  free(w->libdir);
+  free(w->entry);
+  free(w->projectdir);
+  eu_buf_free(&w->trace);
+  free(w);
+}
+
+int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errlen) {
+  eu_world *w;
+  int i, rc;
+  *out = NULL;
+  if (!o->entry || !o->libdir)
+    return eu_err(err, errlen, EU_EINVAL, "a world needs a worker entry and eutaxy's library folder");
+  w = calloc(1, sizeof *w);
+  if (!w) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  w->o = *o;
+  if (!w->o.start_ms) w->o.start_ms = EU_DEFAULT_START_MS;
+  if (!w->o.cpu_limit) w->o.cpu_limit = EU_DEFAULT_CPU_LIMIT;
+  w->libdir = dupstr(o->libdir);
+  w->entry = dupstr(o->entry);
+  w->projectdir = dupstr(o->projectdir ? o->projectdir : ".");
+  w->bindings = calloc((size_t)(o->nbindings > 0 ? o->nbindings : 1), sizeof *w->bindings);
+  w->scratch = luaL_newstate();
+  eu_sched_init(&w->sched);
+  eu_buf_init(&w->trace);
+  eu_prng_seed(&w->prng, o->seed);
+  w->hooks.ud = w;
+  w->hooks.now_ms = now_abs;
+  w->hooks.elapsed_ms = elapsed;
+  w->hooks.random = rnd;
+  if (!w->libdir || !w->entry || !w->projectdir || !w->bindings || !w->scratch) {
+    eu_world_free(w);
+    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  for (i = 0; i < o->nbindings; i++) {
+    w->bindings[i].name = dupstr(o->bindings[i].name);
+    w->bindings[i].class_name = dupstr(o->bindings[i].class_name);
+    w->nbindings++;
+    if (!w->bindings[i].name || !w->bindings[i].class_name) {
+      eu_world_free(w);
+      return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    }
+  }
+  w->o.bindings = NULL;
+  w->worker = add_object(w, -1, "0000000000000000000000000000000000000000000000000000000000000000",
+                         NULL);
+  if (!w->worker) {
+    eu_world_free(w);
+    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  /* The worker is built now, so a broken worker file or a missing class is
+   * reported before anything runs. */
+  if ((rc = construct(w, w->worker, err, errlen)) != EU_OK) {
+    eu_world_free(w);
+    return rc;
+  }
+  *out = w;
+  return EU_OK;
+}

@@ -1,0 +1,121 @@
+/*
+ * world.h: a world of one worker and its objects, driven by the scheduler.
+ *
+ * The world owns the objects (each an isolate and a store), the tasks (an
+ * invocation of fetch, an RPC method or an alarm, each a coroutine in its
+ * isolate), the event queue and the trace. It decides when a turn begins
+ * and ends: a task runs from one yield point to the next, and its writes
+ * are committed at the yield (the output gate) or rolled back if it raises.
+ *
+ * Every nondeterministic decision goes through eu_world_choose, answered by
+ * the chooser the world was made with (random by seed when none is given).
+ *
+ * What callers outside any isolate (specs, the checker's drive, the HTTP
+ * server) submit becomes a *slot*: a call whose answer the caller collects
+ * once the world has run far enough.
+ */
+#ifndef EUTAXY_WORLD_H
+#define EUTAXY_WORLD_H
+
+#include <stdint.h>
+#include <lua.h>
+
+#include "buf.h"
+#include "store.h"
+
+typedef struct eu_world eu_world;
+typedef struct eu_object eu_object;
+
+typedef struct eu_binding {
+  const char *name;        /* env.NAME */
+  const char *class_name;  /* the class the worker module exports */
+} eu_binding;
+
+/* Kinds of decision, so a chooser (and a schedule string) can tell them apart. */
+enum {
+  EU_CHOICE_ORDER = 0,   /* which of several due events goes first */
+  EU_CHOICE_FAULT = 1    /* whether (and which) fault strikes at a fault point */
+};
+
+/* Returns an index in [0, n). label says where the decision is made. */
+typedef int (*eu_choose_fn)(void *ud, int kind, int n, const char *label);
+
+typedef struct eu_world_opts {
+  const char *libdir;       /* eutaxy's Lua modules */
+  const char *entry;        /* the worker module's file */
+  const char *projectdir;   /* modules of the project are found here */
+  const eu_binding *bindings;
+  int nbindings;
+  uint64_t seed;
+  int64_t start_ms;         /* the virtual clock's epoch, ms since 1970 */
+  int64_t cpu_limit;        /* VM instructions per turn; 0 for the default */
+  size_t mem_limit;         /* bytes per isolate; 0 for the default */
+  eu_choose_fn choose;      /* NULL: random by seed */
+  void *choose_ud;
+  int echo_log;             /* also write print() output of isolates to stderr */
+} eu_world_opts;
+
+#define EU_DEFAULT_START_MS INT64_C(1767225600000)  /* 2026-01-01T00:00:00Z */
+#define EU_DEFAULT_CPU_LIMIT INT64_C(200000000)
+#define EU_ALARM_MAX_RETRIES 6
+
+int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errlen);
+void eu_world_free(eu_world *w);
+
+int64_t eu_world_now(eu_world *w);       /* virtual ms since 1970 */
+int64_t eu_world_elapsed(eu_world *w);   /* virtual ms since the world started */
+const eu_buf *eu_world_trace(eu_world *w);
+int eu_world_choose(eu_world *w, int kind, int n, const char *label);
+uint64_t eu_world_random(eu_world *w);
+int eu_world_binding(eu_world *w, const char *name);   /* index, or -1 */
+
+/* Objects: found or made by namespace and 64-hex id; name may be NULL. */
+int eu_world_id_from_name(eu_world *w, int ns, const char *name, char hex[65]);
+void eu_world_new_unique_id(eu_world *w, char hex[65]);
+eu_object *eu_world_object(eu_world *w, int ns, const char *hex, const char *name, char *err, size_t errlen);
+eu_store *eu_object_store(eu_world *w, eu_object *o, char *err, size_t errlen);
+int eu_world_reset(eu_world *w, eu_object *o);
+int eu_object_has_isolate(eu_object *o);
+
+/* Slots. The payload of a call is encoded values (eu_clone_encode):
+ * for EU_CALL_RPC the method name then the arguments, for EU_CALL_FETCH one
+ * wire request. A slot's answer is encoded values too: true and the results,
+ * or false and a wire error. */
+enum { EU_CALL_FETCH = 1, EU_CALL_RPC = 2 };
+int eu_world_submit(eu_world *w, int kind, eu_object *target, char *payload, size_t len,
+                    const char *label);
+/* Starts the object's alarm now if one is set; returns the slot, or 0 if none is set. */
+int eu_world_run_alarm(eu_world *w, eu_object *o);
+int eu_world_slot_done(eu_world *w, int slot);
+/* The answer; the slot is released. */
+int eu_world_slot_take(eu_world *w, int slot, char **data, size_t *len);
+
+/* Runs events until the slot is done (or nothing is left to run: EU_EINVAL). */
+int eu_world_run_until_done(eu_world *w, int slot, char *err, size_t errlen);
+/* Runs every event due up to now + ms, then moves the clock to now + ms. */
+int eu_world_advance(eu_world *w, int64_t ms, char *err, size_t errlen);
+/* Runs one batch of due events; returns 1 if it ran something, 0 if the queue is empty. */
+int eu_world_step(eu_world *w, char *err, size_t errlen);
+
+/* Opens eutaxy.core inside an isolate of this world (for eu_isolate_opts). */
+int eu_world_open_core(lua_State *L);
+
+#endif
+
+/* For the isolate bindings (lcore.c): the task running in L, and the two
+ * yield points. Each returns 0 after arranging the wake-up; the binding then
+ * yields the task's coroutine. */
+typedef struct eu_task eu_task;
+eu_task *eu_world_running(lua_State *L);
+eu_world *eu_world_of(lua_State *L);
+eu_object *eu_world_self(lua_State *L);   /* the object whose isolate L is; NULL in the worker */
+int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, char *payload,
+                 size_t len, const char *method);
+int eu_task_sleep(eu_task *t, int64_t ms);
+const char *eu_world_binding_name(eu_world *w, int ns);
+int eu_world_nbindings(eu_world *w);
+void eu_world_log(eu_world *w, const char *fmt, ...)
+#if defined(__GNUC__)
+  __attribute__((format(printf, 2, 3)))
+#endif
+  ;
