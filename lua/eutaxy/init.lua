@@ -1,0 +1,89 @@
+--- eutaxy: the API that workers and objects use.
+--
+--   local eutaxy = require "eutaxy"
+--   local Counter = eutaxy.DurableObject:extend("Counter")
+--
+-- Inside an isolate, now/sleep/uuid are the world's virtual clock and
+-- seeded randomness. In a host Lua state (a spec) they are not available:
+-- the spec drives time through its world.
+local core = require "eutaxy.core"
+local errors = require "eutaxy.errors"
+local http = require "eutaxy.http"
+local json = require "eutaxy.json"
+local url = require "eutaxy.url"
+
+local eutaxy = {}
+
+---@class eutaxy.DurableObjectState
+---@field id eutaxy.Id
+---@field storage eutaxy.Storage
+
+---@class eutaxy.DurableObject
+---@field ctx eutaxy.DurableObjectState set before init runs
+---@field env table the bindings (env.POOL, ...)
+local DurableObject = { __name = "DurableObject" }
+DurableObject.__index = DurableObject
+
+local classes = setmetatable({}, { __mode = "k" })
+
+--- Makes a subclass. Methods defined on it are callable over RPC.
+---@param name string the class name, as wrangler.jsonc's class_name gives it
+---@return table
+function DurableObject:extend(name)
+  if type(name) ~= "string" or name == "" then
+    error("DurableObject:extend expects the class name, a string", 2)
+  end
+  local cls = setmetatable({}, { __index = self })
+  cls.__index = cls
+  cls.__name = name
+  cls.super = self
+  classes[cls] = true
+  return cls
+end
+
+--- True for a class made with DurableObject:extend.
+function DurableObject.is_class(v)
+  return classes[v] == true
+end
+
+eutaxy.DurableObject = DurableObject
+eutaxy.Request = http.Request
+eutaxy.Response = http.Response
+eutaxy.Headers = http.Headers
+eutaxy.json = json
+eutaxy.url = url
+eutaxy.Error = errors.new
+eutaxy.isError = errors.is_error
+
+local function in_isolate(what)
+  if not core.isolate then
+    error(what .. " runs inside an isolate (a worker or object); a spec moves time with world:advance", 3)
+  end
+end
+
+--- Virtual time in ms since 1970.
+---@return integer
+function eutaxy.now()
+  in_isolate("eutaxy.now()")
+  return core.now()
+end
+
+--- Waits ms of virtual time: a yield point, where other invocations may run.
+---@param ms integer
+function eutaxy.sleep(ms)
+  in_isolate("eutaxy.sleep()")
+  if math.type(ms) ~= "integer" then
+    if type(ms) == "number" and ms == math.floor(ms) then ms = math.tointeger(ms)
+    else error("eutaxy.sleep expects whole milliseconds, got " .. tostring(ms), 2) end
+  end
+  core.sleep(ms)
+end
+
+--- A random (version 4) UUID from the run's seed.
+---@return string
+function eutaxy.uuid()
+  in_isolate("eutaxy.uuid()")
+  return core.uuid()
+end
+
+return eutaxy

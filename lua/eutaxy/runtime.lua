@@ -1,0 +1,244 @@
+--- The runtime inside every isolate: loads the worker module, builds the
+-- object instance, its env and ctx, and runs each invocation the host
+-- starts, through one function, dispatch(kind, ...).
+--
+-- The host (host/world.c) calls boot once per isolate and dispatch once per
+-- invocation, each in a coroutine of its own; it never reaches into user
+-- code any other way.
+local core = require "eutaxy.core"
+local errors = require "eutaxy.errors"
+local http = require "eutaxy.http"
+local storage = require "eutaxy.storage"
+local eutaxy = require "eutaxy"
+
+local runtime = {}
+
+local pack, unpack = table.pack, table.unpack
+
+-- Names that RPC never reaches: lifecycle hooks and the class machinery.
+local not_rpc = { init = true, extend = true, is_class = true, alarm = true, fetch = true, new = true }
+
+---@class eutaxy.Id
+---@field name string|nil the name it was made from, if any
+local Id = {}
+Id.__index = Id
+Id.__name = "eutaxy.Id"
+
+local function new_id(binding, hex, name)
+  return setmetatable({ binding = binding, hex = hex, name = name }, Id)
+end
+
+--- The id as 64 hex digits.
+function Id:toString() return self.hex end
+function Id:equals(other) return getmetatable(other) == Id and other.hex == self.hex and other.binding == self.binding end
+Id.__tostring = Id.toString
+Id.__eq = Id.equals
+
+local function raise_answer(r, level)
+  local e = r[2]
+  if type(e) == "table" then e = errors.from_wire(e) end
+  error(e, level + 1)
+end
+
+local function make_stub(binding, id)
+  local stub = { id = id, name = id.name }
+  function stub.fetch(_, input, init)
+    local request = input
+    if not http.is_request(request) or init ~= nil then request = http.Request.new(input, init) end
+    local r = pack(core.call(binding, id.hex, id.name, "fetch", http.to_wire(request)))
+    if not r[1] then raise_answer(r, 2) end
+    return http.from_wire(r[2])
+  end
+  return setmetatable(stub, {
+    __name = "eutaxy.Stub",
+    __index = function(t, method)
+      if type(method) ~= "string" then return nil end
+      local function call(_, ...)
+        local r = pack(core.call(binding, id.hex, id.name, method, ...))
+        if not r[1] then raise_answer(r, 2) end
+        return unpack(r, 2, r.n)
+      end
+      rawset(t, method, call)
+      return call
+    end,
+  })
+end
+
+---@class eutaxy.Namespace
+local Namespace = {}
+Namespace.__index = Namespace
+Namespace.__name = "eutaxy.Namespace"
+
+local function check_string(v, what, level)
+  if type(v) ~= "string" then
+    error(string.format("%s expects a string, got %s", what, type(v)), level + 1)
+  end
+end
+
+---@param name string
+---@return eutaxy.Id
+function Namespace:idFromName(name)
+  check_string(name, "idFromName", 2)
+  return new_id(self.binding, core.id_from_name(self.binding, name), name)
+end
+
+---@return eutaxy.Id
+function Namespace:newUniqueId()
+  return new_id(self.binding, core.new_unique_id(self.binding), nil)
+end
+
+---@param hex string
+---@return eutaxy.Id
+function Namespace:idFromString(hex)
+  check_string(hex, "idFromString", 2)
+  if #hex ~= 64 or hex:find("[^0-9a-f]") then
+    error("idFromString: invalid id \"" .. hex .. "\": 64 lowercase hex digits expected", 2)
+  end
+  return new_id(self.binding, hex, nil)
+end
+
+---@param id eutaxy.Id
+function Namespace:get(id)
+  if getmetatable(id) ~= Id then error("get expects an id from idFromName, newUniqueId or idFromString", 2) end
+  if id.binding ~= self.binding then
+    error("get: the id belongs to " .. id.binding .. ", not to " .. self.binding, 2)
+  end
+  return make_stub(self.binding, id)
+end
+
+---@param name string
+function Namespace:getByName(name)
+  check_string(name, "getByName", 2)
+  return self:get(self:idFromName(name))
+end
+
+local function sorted_names(t)
+  local names = {}
+  for k in pairs(t) do names[#names + 1] = tostring(k) end
+  table.sort(names)
+  return names
+end
+
+local function make_env(bindings)
+  local env, names = {}, {}
+  for _, b in ipairs(bindings) do
+    env[b.name] = setmetatable({ binding = b.name }, Namespace)
+    names[#names + 1] = b.name
+  end
+  local list = #names > 0 and table.concat(names, ", ") or "none"
+  return setmetatable(env, {
+    __index = function(_, k)
+      error(string.format("env.%s: no binding named %s in wrangler.jsonc (bindings: %s)",
+        tostring(k), tostring(k), list), 2)
+    end,
+  })
+end
+
+local function load_module(entry)
+  local chunk, err = loadfile(entry)
+  if not chunk then error(err, 0) end
+  local modname = entry:match("([^/\\]+)%.lua$") or entry
+  local ok, mod = xpcall(chunk, debug.traceback, modname, entry)
+  if not ok then error(mod, 0) end
+  if type(mod) ~= "table" then
+    error(entry .. " must return a table of its exports (fetch and its classes), got " .. type(mod), 0)
+  end
+  package.loaded[modname] = mod
+  return mod
+end
+
+local function check_classes(mod, entry, bindings)
+  for _, b in ipairs(bindings) do
+    local cls = mod[b.class_name]
+    if not eutaxy.DurableObject.is_class(cls) then
+      local exports = sorted_names(mod)
+      error(string.format(
+        "binding %s: class %s is not exported by %s%s (it exports: %s)", b.name, b.class_name, entry,
+        cls == nil and "" or " as a DurableObject class",
+        #exports > 0 and table.concat(exports, ", ") or "nothing"), 0)
+    end
+  end
+end
+
+local worker_ctx = {
+  waitUntil = function() end,
+  passThroughOnException = function() end,
+}
+
+--- Builds the isolate's program and returns its dispatch function.
+---@param role "worker"|"object"
+function runtime.boot(role, entry, bindings, binding, hex, name)
+  local mod = load_module(entry)
+  check_classes(mod, entry, bindings)
+  local env = make_env(bindings)
+
+  if role == "worker" then
+    return function(kind, wire)
+      if kind ~= "fetch" then error("the worker only answers fetch", 0) end
+      if type(mod.fetch) ~= "function" then
+        error(errors.new("TypeError", entry .. " exports no fetch(request, env, ctx) handler"), 0)
+      end
+      local response = mod.fetch(http.from_wire(wire), env, worker_ctx)
+      if not http.is_response(response) then
+        error(errors.new("TypeError", "fetch must return a Response, got " .. type(response)), 0)
+      end
+      return http.to_wire(response)
+    end
+  end
+
+  local class_name
+  for _, b in ipairs(bindings) do
+    if b.name == binding then class_name = b.class_name end
+  end
+  local cls = mod[class_name]
+  local id = new_id(binding, hex, name)
+  local store = storage.new(core.storage())
+  local instance = setmetatable({}, cls)
+  local set_alarm = store.setAlarm
+  -- Like Cloudflare, an object without an alarm handler cannot set an alarm.
+  store.setAlarm = function(self, at)
+    if type(instance.alarm) ~= "function" then
+      error(class_name .. " has no alarm(info) method, so it cannot set an alarm", 2)
+    end
+    return set_alarm(self, at)
+  end
+  instance.ctx = { id = id, storage = store, waitUntil = worker_ctx.waitUntil }
+  instance.env = env
+  if instance.init then instance:init() end
+
+  return function(kind, ...)
+    if kind == "call" then
+      local method = ...
+      local f = type(method) == "string" and not not_rpc[method] and method:sub(1, 1) ~= "_"
+        and instance[method]
+      if type(f) ~= "function" then
+        error(errors.new("TypeError", string.format(
+          "%s has no method %q that can be called over RPC", class_name, tostring(method))), 0)
+      end
+      return f(instance, select(2, ...))
+    elseif kind == "fetch" then
+      if type(instance.fetch) ~= "function" then
+        error(errors.new("TypeError", class_name .. " has no fetch(request) method"), 0)
+      end
+      local response = instance:fetch(http.from_wire((...)))
+      if not http.is_response(response) then
+        error(errors.new("TypeError", class_name .. ":fetch must return a Response, got " .. type(response)), 0)
+      end
+      return http.to_wire(response)
+    elseif kind == "alarm" then
+      if type(instance.alarm) ~= "function" then
+        error(errors.new("TypeError", class_name .. " has no alarm(info) method"), 0)
+      end
+      instance:alarm(...)
+      return
+    end
+    error("unknown invocation kind " .. tostring(kind), 0)
+  end
+end
+
+--- The plain error table the host clones back to the caller.
+function runtime.wire_error(e, traceback)
+  return errors.to_wire(e, traceback)
+end
+
+return runtime

@@ -1,0 +1,223 @@
+--- eutaxy.testing: a worker and its objects in an in-process world with a
+-- virtual clock, for busted specs.
+--
+--   local testing = require "eutaxy.testing"
+--   local world = testing.world{ config = "scenarios/lease-pool/wrangler.jsonc",
+--                                sql = { POOL = { pool = { schema = "...", rows = { slots = { { id = "r-1" } } } } } } }
+--   local lease = world.env.POOL:getByName("pool"):acquire("p-1", "t-1")
+--   world:advance(5 * 60 * 1000)   -- runs the alarm
+--
+-- Calls from a spec are synchronous: the world runs until the answer is in,
+-- firing whatever comes due on the way.
+local core = require "eutaxy.core"
+local config = require "eutaxy.config"
+local errors = require "eutaxy.errors"
+local http = require "eutaxy.http"
+
+local testing = {}
+
+local pack, unpack = table.pack, table.unpack
+
+local function libdir()
+  local source = debug.getinfo(1, "S").source
+  local dir = source:match("^@(.*)/eutaxy/testing%.lua$") or "."
+  if dir:sub(1, 1) ~= "/" then
+    local pwd = os.getenv("PWD") or "."
+    dir = pwd .. "/" .. dir:gsub("^%./", "")
+  end
+  return dir
+end
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  return keys
+end
+
+local function answer(r, level)
+  if r[1] then return unpack(r, 2, r.n) end
+  local e = r[2]
+  if type(e) == "table" then e = errors.from_wire(e) end
+  error(e, level + 1)
+end
+
+---@class eutaxy.World
+---@field env table stubs callable from the spec: world.env.POOL:getByName("pool"):acquire(...)
+local World = {}
+World.__index = World
+
+local function host_stub(world, binding, hex, name)
+  local stub = { name = name }
+  function stub.fetch(_, input, init)
+    local request = http.is_request(input) and init == nil and input or http.Request.new(input, init)
+    local r = pack(world._w:fetch(http.to_wire(request), binding, hex, name))
+    if not r[1] then answer(r, 2) end
+    return http.from_wire(r[2])
+  end
+  return setmetatable(stub, {
+    __index = function(t, method)
+      if type(method) ~= "string" then return nil end
+      local function call(_, ...)
+        return answer(pack(world._w:call(binding, hex, name, method, ...)), 2)
+      end
+      rawset(t, method, call)
+      return call
+    end,
+  })
+end
+
+local function host_env(world, bindings)
+  local env, names = {}, {}
+  for _, b in ipairs(bindings) do
+    local binding = b.name
+    names[#names + 1] = binding
+    env[binding] = {
+      getByName = function(_, name)
+        if type(name) ~= "string" then error("getByName expects a string", 2) end
+        return host_stub(world, binding, world._w:id_from_name(binding, name), name)
+      end,
+      idFromName = function(_, name)
+        return { hex = world._w:id_from_name(binding, name), name = name, binding = binding,
+                 toString = function(self) return self.hex end }
+      end,
+      newUniqueId = function(_)
+        return { hex = world._w:new_unique_id(binding), binding = binding,
+                 toString = function(self) return self.hex end }
+      end,
+      get = function(_, id)
+        if type(id) ~= "table" or id.binding ~= binding then error("get expects an id of " .. binding, 2) end
+        return host_stub(world, binding, id.hex, id.name)
+      end,
+    }
+  end
+  local list = #names > 0 and table.concat(names, ", ") or "none"
+  return setmetatable(env, {
+    __index = function(_, k)
+      error(string.format("env.%s: no binding named %s (bindings: %s)", tostring(k), tostring(k), list), 2)
+    end,
+  })
+end
+
+local function quote_ident(s)
+  return '"' .. tostring(s):gsub('"', '""') .. '"'
+end
+
+local function seed_rows(w, binding, hex, name, table_name, rows)
+  for i, row in ipairs(rows) do
+    if type(row) ~= "table" then
+      error(string.format("sql.%s.%s.rows.%s[%d] must be a table of columns", binding, name, table_name, i), 0)
+    end
+    local columns, marks, values = {}, {}, {}
+    for _, column in ipairs(sorted_keys(row)) do
+      columns[#columns + 1] = quote_ident(column)
+      marks[#marks + 1] = "?"
+      values[#values + 1] = row[column]
+    end
+    if #columns == 0 then
+      w:exec(binding, hex, name, "INSERT INTO " .. quote_ident(table_name) .. " DEFAULT VALUES")
+    else
+      w:exec(binding, hex, name, string.format("INSERT INTO %s (%s) VALUES (%s)", quote_ident(table_name),
+        table.concat(columns, ", "), table.concat(marks, ", ")), unpack(values, 1, #columns))
+    end
+  end
+end
+
+local function seed_sql(w, sql)
+  for _, binding in ipairs(sorted_keys(sql)) do
+    local objects = sql[binding]
+    if type(objects) ~= "table" then error("sql." .. tostring(binding) .. " must be a table of objects by name", 0) end
+    for _, name in ipairs(sorted_keys(objects)) do
+      local spec = objects[name]
+      local hex = w:id_from_name(binding, name)
+      if spec.schema then
+        local ok, err = pcall(w.exec, w, binding, hex, name, spec.schema)
+        if not ok then error(string.format("sql.%s.%s.schema: %s", binding, name, tostring(err)), 0) end
+      end
+      for _, table_name in ipairs(sorted_keys(spec.rows or {})) do
+        local ok, err = pcall(seed_rows, w, binding, hex, name, table_name, spec.rows[table_name])
+        if not ok then error(string.format("sql.%s.%s.rows.%s: %s", binding, name, table_name, tostring(err)), 0) end
+      end
+    end
+  end
+end
+
+--- A new world.
+---@param opts { config: string|nil, main: string|nil, bindings: table|nil, dir: string|nil, sql: table|nil, seed: integer|nil, start: integer|nil, echo: boolean|nil }
+---@return eutaxy.World
+function testing.world(opts)
+  opts = opts or {}
+  local cfg
+  if opts.config then
+    cfg = config.load(opts.config)
+    -- main may name another entry of the same project (a fixed twin, say)
+    if opts.main then
+      cfg.main = opts.main:sub(1, 1) == "/" and opts.main or (cfg.dir .. "/" .. opts.main:gsub("^%./", ""))
+    end
+  else
+    cfg = config.inline({ main = opts.main, bindings = opts.bindings }, opts.dir or ".")
+  end
+  local w = core.world {
+    entry = cfg.main, projectdir = cfg.dir, libdir = libdir(), bindings = cfg.bindings,
+    seed = opts.seed or 0, start = opts.start, echo = opts.echo,
+  }
+  local world = setmetatable({ _w = w }, World)
+  world.env = host_env(world, cfg.bindings)
+  if opts.sql then seed_sql(w, opts.sql) end
+  return world
+end
+
+--- Sends a request to the worker's fetch and returns its Response.
+---@return eutaxy.Response
+function World:fetch(input, init)
+  local request = http.is_request(input) and init == nil and input or http.Request.new(input, init)
+  local r = pack(self._w:fetch(http.to_wire(request)))
+  if not r[1] then answer(r, 2) end
+  return http.from_wire(r[2])
+end
+
+--- Virtual time, ms since 1970.
+function World:now() return self._w:now() end
+
+--- Runs everything due in the next ms of virtual time, alarms included.
+function World:advance(ms) return self._w:advance(ms) end
+
+--- Runs the object's alarm now, if one is set. Returns whether one ran, and
+-- the error it raised if it did.
+---@return boolean ran, any err
+function World:runAlarm(binding, name)
+  local r = pack(self._w:run_alarm(binding, self._w:id_from_name(binding, name), name))
+  if not r[1] then return false end
+  if r[2] then return true end
+  return true, errors.from_wire(r[3])
+end
+
+--- Rows of a query on an object's database, as tables keyed by column.
+function World:rows(binding, name, sql, ...)
+  local result = self._w:exec(binding, self._w:id_from_name(binding, name), name, sql, ...)
+  local rows = {}
+  for i, raw in ipairs(result.rows) do
+    local row = {}
+    for c, column in ipairs(result.columnNames) do row[column] = raw[c] end
+    rows[i] = row
+  end
+  return rows
+end
+
+--- Resets the object: its in-memory state is lost, its storage kept.
+function World:reset(binding, name)
+  self._w:reset(binding, self._w:id_from_name(binding, name), name)
+end
+
+--- Whether the object's isolate is alive (constructed and not reset since).
+function World:isLive(binding, name)
+  return self._w:has_isolate(binding, self._w:id_from_name(binding, name), name)
+end
+
+--- Everything the world did, one line per event, with virtual times.
+function World:trace() return self._w:trace() end
+
+function World:close() self._w:close() end
+
+testing.World = World
+return testing
