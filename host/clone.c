@@ -336,8 +336,9 @@ static int entry_cmp(const void *pa, const void *pb) {
 static int encode_table(enc *e, const eu_key *v, int plen) {
   lua_State *L = e->L;
   int t = (int)v->pos, top = lua_gettop(L), i, rc = EU_OK;
-  entry *es = NULL;
-  size_t n = 0, cap = 0, j;
+  entry small[8];  /* most tables are small: no malloc for them */
+  entry *es = small;
+  size_t n = 0, cap = sizeof small / sizeof small[0], j;
   char what[64];
   for (i = 0; i < e->nopen; i++)
     if (e->open[i] == v->ref) return refuse(e, plen, EU_ECLONE, "cannot clone a cycle");
@@ -350,9 +351,10 @@ static int encode_table(enc *e, const eu_key *v, int plen) {
   while (lua_next(L, t)) {
     entry *en;
     if (n == cap) {
-      size_t ncap = cap ? cap * 2 : 8;
-      entry *nes = ncap <= SIZE_MAX / sizeof *es ? realloc(es, ncap * sizeof *es) : NULL;
+      size_t ncap = cap * 2;
+      entry *nes = ncap <= SIZE_MAX / sizeof *es ? realloc(es == small ? NULL : es, ncap * sizeof *es) : NULL;
       if (!nes) { rc = nomem(e); goto done; }
+      if (es == small) memcpy(nes, small, sizeof small);
       es = nes;
       cap = ncap;
     }
@@ -385,7 +387,7 @@ static int encode_table(enc *e, const eu_key *v, int plen) {
   }
   e->nopen--;
 done:
-  free(es);
+  if (es != small) free(es);
   lua_settop(L, top);
   return rc;
 }
@@ -574,12 +576,14 @@ static int decode_value(lua_State *L, rd *r, int level) {
   if (!lua_checkstack(L, 4))
     return eu_err(r->err, r->errlen, EU_ENOMEM, "out of memory while decoding a value");
   n = v.len;
-  /* sized for the common shapes: an array when the first key is 1 */
+  /* sized for the common shapes (an array when the first key is 1), but
+   * only up to a bound: a forged count must not allocate much before the
+   * bytes behind it prove corrupt; Lua grows the table past the hint */
   narr = nrec = 0;
   if (n > 0 && rd_left(r) >= 2 && r->p[0] == TAG_INT && r->p[1] == 2)
-    narr = n < (1u << 24) ? (int)n : 1 << 24;
+    narr = n < (1u << 16) ? (int)n : 1 << 16;
   else
-    nrec = n < (1u << 24) ? (int)n : 1 << 24;
+    nrec = n < (1u << 16) ? (int)n : 1 << 16;
   lua_createtable(L, narr, nrec);
   for (j = 0; j < n; j++) {
     if ((rc = rd_item(r, &k)) != EU_OK) return rc;

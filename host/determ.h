@@ -10,6 +10,11 @@
  *   os.time, os.clock, os.date   read the virtual clock
  *   os.exit, os.execute, os.getenv, os.remove, os.rename, os.tmpname, io.popen
  *                     raise "<name> is not available inside an isolate"
+ *   os.setlocale      too: the locale is the whole process's, and changes
+ *                     how numbers and dates print
+ * os.date formats in UTC and os.time(t) reads t as UTC, so the machine's
+ * timezone never shows. A library that was not opened is left absent.
+ * Returns EU_EINVAL if hooks or one of its functions is NULL.
  * Keys that are tables, functions or other references have no content to
  * order by: pairs visits them after every other key, in an order that can
  * differ between processes. Code that depends on that order is not
