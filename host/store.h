@@ -31,6 +31,19 @@ const char *eu_store_errmsg(eu_store *s);
  * schemas and rows the host itself sets up. */
 int eu_store_exec_internal(eu_store *s, const char *sql);
 
+/* User SQL, under the authorizer. eu_store_prepare runs every statement of
+ * sql but the last (no bindings, rows discarded) and prepares the last one,
+ * which stays the store's: it is cached by its text (64 statements, least
+ * recently used evicted). Bind its parameters, step it with eu_store_step,
+ * give it back with eu_store_reset; never finalize it. *out is NULL when sql
+ * holds no statement. A statement abandoned mid-way (a Lua error unwound
+ * past it) is reset at its next use or at the end of the turn. */
+int eu_store_prepare(eu_store *s, const char *sql, size_t len, sqlite3_stmt **out);
+/* 1 for a row, 0 when done, EU_ESQL (eu_store_errmsg says why) on failure,
+ * after which the statement has been reset. */
+int eu_store_step(eu_store *s, sqlite3_stmt *st);
+void eu_store_reset(eu_store *s, sqlite3_stmt *st);
+
 /* Turn transaction. touch begins one if none is open. */
 int eu_store_touch(eu_store *s);
 int eu_store_in_turn(eu_store *s);
@@ -42,17 +55,45 @@ int eu_store_savepoint(eu_store *s);
 int eu_store_release(eu_store *s);
 int eu_store_rollback_to(eu_store *s);   /* rolls back to and releases the savepoint */
 
+/* The KV table: keys and values are bytes (lstore stores values as
+ * eu_clone_encode output). Keys order bytewise. Each call touches the turn.
+ * A value eu_store_kv_get gives stays valid until the next call on s. */
+int eu_store_kv_get(eu_store *s, const char *key, size_t klen,
+                    const void **val, size_t *vlen);  /* 1 found, 0 absent, <0 */
+int eu_store_kv_put(eu_store *s, const char *key, size_t klen,
+                    const void *val, size_t vlen);
+int eu_store_kv_delete(eu_store *s, const char *key, size_t klen);  /* 1 removed, 0 absent, <0 */
+int eu_store_kv_delete_all(eu_store *s);
+
+typedef struct eu_kv_range {
+  const char *lo; size_t lolen;  /* first key, inclusive; NULL: from the first key */
+  const char *hi; size_t hilen;  /* end key, exclusive; NULL: to the last key */
+  int64_t limit;                 /* < 0: no limit */
+  int reverse;                   /* descending order (limit keeps the last keys) */
+} eu_kv_range;
+/* Calls each for every pair in the range, in order, until it returns
+ * nonzero, which eu_store_kv_list then returns. each may raise a Lua error. */
+typedef int (*eu_kv_each)(void *ud, const char *key, size_t klen,
+                          const void *val, size_t vlen);
+int eu_store_kv_list(eu_store *s, const eu_kv_range *r, eu_kv_each each, void *ud);
+
 /* The alarm row. has=0 when no alarm is set. retry is the retry count of a
- * failed alarm waiting for its next attempt (0 for an alarm set by user code). */
+ * failed alarm waiting for its next attempt (0 for an alarm set by user code).
+ * set and delete touch the turn; get does not begin one (the host reads the
+ * alarm between turns) but reads inside the turn when one is open. */
 int eu_store_get_alarm(eu_store *s, int *has, int64_t *at, int *retry);
 int eu_store_set_alarm(eu_store *s, int64_t at, int retry);
 int eu_store_delete_alarm(eu_store *s);
-/* Set whenever user code wrote the alarm since the flag was last cleared. */
+/* Set by every set_alarm and delete_alarm (user code's or the host's) since
+ * the flag was last cleared; a rollback does not clear it. */
 int eu_store_alarm_dirty(eu_store *s);
 void eu_store_clear_alarm_dirty(eu_store *s);
 
 /* Whole-database image, for the checker to restore a run's starting state
- * fast (sqlite3_serialize / sqlite3_deserialize). */
+ * fast (sqlite3_serialize / sqlite3_deserialize). snapshot is refused inside
+ * a turn; *data is malloc'd, the caller frees it. restore rolls back an open
+ * turn, then holds the image in memory (a file-backed store stops using its
+ * file). */
 int eu_store_snapshot(eu_store *s, unsigned char **data, size_t *len);
 int eu_store_restore(eu_store *s, const unsigned char *data, size_t len);
 

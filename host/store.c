@@ -1,0 +1,748 @@
+/*
+ * store.c: one object's SQLite database (see store.h).
+ *
+ * Owns the connection and everything prepared on it: the cache of user
+ * statements, the host's own statements (transaction control, KV, alarm),
+ * the authorizer and the savepoint depth. Must not know about Lua: lstore.c
+ * turns these calls into the storage API.
+ *
+ * User SQL is policed by SQLite's authorizer, never by looking at its text:
+ * SQLite tells the authorizer what a statement does when it compiles it, and
+ * again whenever it recompiles a cached statement after a schema change. The
+ * authorizer lets everything through while s->internal is set, which the
+ * store does only around its own statements. When it refuses, it writes why,
+ * so the user reads that reason instead of SQLite's bare "not authorized".
+ *
+ * A statement can be left half-stepped when a Lua error unwinds past its
+ * user (a memory error while building a result). Nothing here depends on a
+ * statement being reset by whoever used it: every statement is reset before
+ * it is used, and every busy one before the turn ends.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eutaxy.h"
+#include "store.h"
+
+#define EU_STMT_CACHE 64
+
+/* The host's own statements, prepared once (on first use) and kept. One
+ * savepoint name serves every depth: RELEASE and ROLLBACK TO act on the most
+ * recent savepoint of that name, which is the innermost. */
+enum {
+  IS_BEGIN, IS_COMMIT, IS_ROLLBACK,
+  IS_SAVEPOINT, IS_RELEASE, IS_ROLLBACK_TO,
+  IS_ALARM_GET, IS_ALARM_SET, IS_ALARM_DEL,
+  IS_KV_GET, IS_KV_PUT, IS_KV_DEL, IS_KV_DEL_ALL, IS_KV_LIST, IS_KV_LIST_REV,
+  IS_COUNT
+};
+
+/* The KV range uses a zero-length BLOB as "no upper bound": every TEXT key
+ * sorts before every BLOB, and the bound keeps the primary-key range scan. */
+static const char *const eu_isql[IS_COUNT] = {
+  "BEGIN DEFERRED",
+  "COMMIT",
+  "ROLLBACK",
+  "SAVEPOINT eu_sp",
+  "RELEASE eu_sp",
+  "ROLLBACK TO eu_sp",
+  "SELECT at, retry FROM _eutaxy_alarm WHERE id = 1",
+  "INSERT OR REPLACE INTO _eutaxy_alarm(id, at, retry) VALUES (1, ?1, ?2)",
+  "DELETE FROM _eutaxy_alarm",
+  "SELECT value FROM _eutaxy_kv WHERE key = ?1",
+  "INSERT OR REPLACE INTO _eutaxy_kv(key, value) VALUES (?1, ?2)",
+  "DELETE FROM _eutaxy_kv WHERE key = ?1",
+  "DELETE FROM _eutaxy_kv",
+  "SELECT key, value FROM _eutaxy_kv WHERE key >= ?1 AND key < ?2 ORDER BY key LIMIT ?3",
+  "SELECT key, value FROM _eutaxy_kv WHERE key >= ?1 AND key < ?2 ORDER BY key DESC LIMIT ?3",
+};
+
+static const char eu_schema[] =
+  "PRAGMA foreign_keys = ON;"
+  "CREATE TABLE IF NOT EXISTS _eutaxy_kv("
+  "  key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;"
+  "CREATE TABLE IF NOT EXISTS _eutaxy_alarm("
+  "  id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL,"
+  "  retry INTEGER NOT NULL DEFAULT 0);";
+
+typedef struct eu_cached {
+  char *sql;           /* the key: the text from the statement to the end of the query */
+  size_t len;
+  uint64_t hash;
+  uint64_t used;       /* s->tick at the last use, for least-recently-used eviction */
+  sqlite3_stmt *st;
+} eu_cached;
+
+struct eu_store {
+  sqlite3 *db;
+  int internal;        /* the authorizer lets everything through */
+  int denied;          /* the authorizer refused since the last prepare or step */
+  int depth;           /* open savepoints */
+  int alarm_dirty;
+  uint64_t tick;
+  int ncache;
+  sqlite3_stmt *is[IS_COUNT];
+  eu_cached cache[EU_STMT_CACHE];
+  char deny[256];      /* why the authorizer refused */
+  char errmsg[EU_ERRLEN];
+};
+
+/* Error messages */
+
+static const struct { int code; const char *name; } eu_codes[] = {
+  /* extended codes first, so the most precise name wins */
+  { SQLITE_CONSTRAINT_CHECK, "SQLITE_CONSTRAINT_CHECK" },
+  { SQLITE_CONSTRAINT_FOREIGNKEY, "SQLITE_CONSTRAINT_FOREIGNKEY" },
+  { SQLITE_CONSTRAINT_NOTNULL, "SQLITE_CONSTRAINT_NOTNULL" },
+  { SQLITE_CONSTRAINT_PRIMARYKEY, "SQLITE_CONSTRAINT_PRIMARYKEY" },
+  { SQLITE_CONSTRAINT_UNIQUE, "SQLITE_CONSTRAINT_UNIQUE" },
+  { SQLITE_CONSTRAINT_TRIGGER, "SQLITE_CONSTRAINT_TRIGGER" },
+  { SQLITE_CONSTRAINT_DATATYPE, "SQLITE_CONSTRAINT_DATATYPE" },
+  { SQLITE_CONSTRAINT_ROWID, "SQLITE_CONSTRAINT_ROWID" },
+  { SQLITE_ERROR_MISSING_COLLSEQ, "SQLITE_ERROR_MISSING_COLLSEQ" },
+  { SQLITE_READONLY_DBMOVED, "SQLITE_READONLY_DBMOVED" },
+  { SQLITE_ABORT_ROLLBACK, "SQLITE_ABORT_ROLLBACK" },
+  { SQLITE_ERROR, "SQLITE_ERROR" },
+  { SQLITE_INTERNAL, "SQLITE_INTERNAL" },
+  { SQLITE_PERM, "SQLITE_PERM" },
+  { SQLITE_ABORT, "SQLITE_ABORT" },
+  { SQLITE_BUSY, "SQLITE_BUSY" },
+  { SQLITE_LOCKED, "SQLITE_LOCKED" },
+  { SQLITE_NOMEM, "SQLITE_NOMEM" },
+  { SQLITE_READONLY, "SQLITE_READONLY" },
+  { SQLITE_INTERRUPT, "SQLITE_INTERRUPT" },
+  { SQLITE_IOERR, "SQLITE_IOERR" },
+  { SQLITE_CORRUPT, "SQLITE_CORRUPT" },
+  { SQLITE_NOTFOUND, "SQLITE_NOTFOUND" },
+  { SQLITE_FULL, "SQLITE_FULL" },
+  { SQLITE_CANTOPEN, "SQLITE_CANTOPEN" },
+  { SQLITE_PROTOCOL, "SQLITE_PROTOCOL" },
+  { SQLITE_SCHEMA, "SQLITE_SCHEMA" },
+  { SQLITE_TOOBIG, "SQLITE_TOOBIG" },
+  { SQLITE_CONSTRAINT, "SQLITE_CONSTRAINT" },
+  { SQLITE_MISMATCH, "SQLITE_MISMATCH" },
+  { SQLITE_MISUSE, "SQLITE_MISUSE" },
+  { SQLITE_AUTH, "SQLITE_AUTH" },
+  { SQLITE_RANGE, "SQLITE_RANGE" },
+  { SQLITE_NOTADB, "SQLITE_NOTADB" },
+};
+
+static const char *code_name(int rc) {
+  size_t i;
+  for (i = 0; i < sizeof eu_codes / sizeof eu_codes[0]; i++)
+    if (eu_codes[i].code == rc) return eu_codes[i].name;
+  for (i = 0; i < sizeof eu_codes / sizeof eu_codes[0]; i++)
+    if (eu_codes[i].code == (rc & 0xff)) return eu_codes[i].name;
+  return "SQLITE_ERROR";
+}
+
+/* Records why SQLite failed with rc: the authorizer's reason if it was the
+ * one refusing, else SQLite's own message and the code's name. */
+static int fail_sql(eu_store *s, int rc) {
+  if (rc == SQLITE_NOMEM) {
+    snprintf(s->errmsg, sizeof s->errmsg, "out of memory (SQLITE_NOMEM)");
+    return EU_ENOMEM;
+  }
+  /* denied is cleared before each prepare and step: a refusal during one
+   * is why it failed (a refused function reports SQLITE_ERROR, not AUTH). */
+  if (s->denied)
+    snprintf(s->errmsg, sizeof s->errmsg, "%s", s->deny);
+  else
+    snprintf(s->errmsg, sizeof s->errmsg, "%s (%s)", sqlite3_errmsg(s->db), code_name(rc));
+  return EU_ESQL;
+}
+
+static int fail(eu_store *s, int code, const char *msg) {
+  snprintf(s->errmsg, sizeof s->errmsg, "%s", msg);
+  return code;
+}
+
+/* The authorizer */
+
+static int is_reserved(const char *name) {
+  return name && sqlite3_strnicmp(name, "_eutaxy_", 8) == 0;
+}
+
+static int deny(eu_store *s, const char *fmt, const char *arg) {
+  snprintf(s->deny, sizeof s->deny, fmt, arg);
+  s->denied = 1;
+  return SQLITE_DENY;
+}
+
+static int authorize(void *ud, int action, const char *a, const char *b,
+                     const char *dbname, const char *trigger) {
+  eu_store *s = ud;
+  const char *table = NULL, *name = NULL;
+  (void)dbname; (void)trigger;
+  if (s->internal) return SQLITE_OK;
+  switch (action) {
+  case SQLITE_TRANSACTION:  /* a is BEGIN, COMMIT or ROLLBACK */
+    if (strcmp(a, "BEGIN") == 0)
+      return deny(s, "%s is not allowed in sql:exec: each turn of an invocation "
+                  "is one implicit transaction; use storage:transactionSync(fn)", a);
+    if (strcmp(a, "COMMIT") == 0)
+      return deny(s, "%s is not allowed in sql:exec: the turn commits when the "
+                  "invocation yields or returns; use storage:transactionSync(fn)", a);
+    return deny(s, "%s is not allowed in sql:exec: raise an error to roll back "
+                "the turn, or use storage:transactionSync(fn)", a);
+  case SQLITE_SAVEPOINT:    /* a is BEGIN, RELEASE or ROLLBACK */
+    return deny(s, "%s is not allowed in sql:exec: use storage:transactionSync(fn)",
+                strcmp(a, "BEGIN") == 0 ? "SAVEPOINT"
+                : strcmp(a, "RELEASE") == 0 ? "RELEASE" : "ROLLBACK TO");
+  case SQLITE_ATTACH:
+    return deny(s, "%s is not allowed in sql:exec: an object has one database", "ATTACH");
+  case SQLITE_DETACH:
+    return deny(s, "%s is not allowed in sql:exec: an object has one database", "DETACH");
+  case SQLITE_FUNCTION:  /* b is the name; this build lets fts3_tokenizer take a raw pointer */
+    if (sqlite3_stricmp(b, "fts3_tokenizer") == 0)
+      return deny(s, "the function %s is not allowed in sql:exec", b);
+    return SQLITE_OK;
+  case SQLITE_READ: case SQLITE_INSERT: case SQLITE_UPDATE: case SQLITE_DELETE:
+  case SQLITE_CREATE_TABLE: case SQLITE_CREATE_TEMP_TABLE:
+  case SQLITE_DROP_TABLE: case SQLITE_DROP_TEMP_TABLE:
+  case SQLITE_CREATE_VTABLE: case SQLITE_DROP_VTABLE:
+  case SQLITE_ANALYZE:
+    table = a;
+    break;
+  case SQLITE_ALTER_TABLE:  /* a is the database */
+    table = b;
+    break;
+  case SQLITE_CREATE_INDEX: case SQLITE_CREATE_TEMP_INDEX:
+  case SQLITE_DROP_INDEX: case SQLITE_DROP_TEMP_INDEX:
+  case SQLITE_CREATE_TRIGGER: case SQLITE_CREATE_TEMP_TRIGGER:
+  case SQLITE_DROP_TRIGGER: case SQLITE_DROP_TEMP_TRIGGER:
+    name = a;
+    table = b;
+    break;
+  case SQLITE_CREATE_VIEW: case SQLITE_CREATE_TEMP_VIEW:
+  case SQLITE_DROP_VIEW: case SQLITE_DROP_TEMP_VIEW:
+    name = a;
+    break;
+  default:
+    break;
+  }
+  if (is_reserved(table)) return deny(s, "table %s is reserved for eutaxy", table);
+  if (is_reserved(name)) return deny(s, "the name %s is reserved for eutaxy", name);
+  return SQLITE_OK;
+}
+
+/* The host's statements */
+
+static int is_prepare(eu_store *s, int which, sqlite3_stmt **out) {
+  sqlite3_stmt *st = s->is[which];
+  if (!st) {
+    int rc, saved = s->internal;
+    s->internal = 1;
+    s->denied = 0;
+    rc = sqlite3_prepare_v3(s->db, eu_isql[which], -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+    s->internal = saved;
+    if (rc != SQLITE_OK) return fail_sql(s, rc);
+    s->is[which] = st;
+  } else {
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+  }
+  *out = st;
+  return EU_OK;
+}
+
+/* Internal mode covers the step too: SQLite recompiles a statement after a
+ * schema change, and the authorizer sees it again then. */
+static int is_step(eu_store *s, sqlite3_stmt *st) {
+  int rc, saved = s->internal;
+  s->internal = 1;
+  s->denied = 0;
+  rc = sqlite3_step(st);
+  s->internal = saved;
+  if (rc == SQLITE_ROW) return 1;
+  if (rc == SQLITE_DONE) return 0;
+  rc = fail_sql(s, rc);
+  sqlite3_reset(st);
+  return rc;
+}
+
+static int is_run(eu_store *s, int which) {
+  sqlite3_stmt *st;
+  int rc = is_prepare(s, which, &st);
+  if (rc < 0) return rc;
+  rc = is_step(s, st);
+  sqlite3_reset(st);
+  return rc < 0 ? rc : EU_OK;
+}
+
+/* Ends every statement left mid-way, so that COMMIT, ROLLBACK or a restore
+ * is not refused over a read in progress. */
+static void reset_busy(eu_store *s) {
+  sqlite3_stmt *st = NULL;
+  while ((st = sqlite3_next_stmt(s->db, st)) != NULL)
+    if (sqlite3_stmt_busy(st)) sqlite3_reset(st);
+}
+
+static void finalize_all(eu_store *s) {
+  int i;
+  for (i = 0; i < s->ncache; i++) {
+    sqlite3_finalize(s->cache[i].st);
+    free(s->cache[i].sql);
+  }
+  s->ncache = 0;
+  for (i = 0; i < IS_COUNT; i++) {
+    sqlite3_finalize(s->is[i]);
+    s->is[i] = NULL;
+  }
+}
+
+/* Opening and closing */
+
+int eu_store_exec_internal(eu_store *s, const char *sql) {
+  char *msg = NULL;
+  int rc, saved = s->internal;
+  s->internal = 1;
+  rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
+  s->internal = saved;
+  if (rc != SQLITE_OK) {
+    if (rc == SQLITE_NOMEM) rc = fail(s, EU_ENOMEM, "out of memory (SQLITE_NOMEM)");
+    else {
+      snprintf(s->errmsg, sizeof s->errmsg, "%s (%s)", msg ? msg : sqlite3_errstr(rc),
+               code_name(sqlite3_extended_errcode(s->db)));
+      rc = EU_ESQL;
+    }
+    sqlite3_free(msg);
+    return rc;
+  }
+  return EU_OK;
+}
+
+int eu_store_open(eu_store **out, const char *path, char *err, size_t errlen) {
+  eu_store *s;
+  int rc;
+  *out = NULL;
+  s = calloc(1, sizeof *s);
+  if (!s) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  /* A store belongs to one world, which runs on one thread. */
+  rc = sqlite3_open_v2(path ? path : ":memory:", &s->db,
+                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+  if (rc != SQLITE_OK) {
+    eu_err(err, errlen, rc == SQLITE_NOMEM ? EU_ENOMEM : EU_ESQL, "cannot open %s: %s",
+           path ? path : "an in-memory database", s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+    sqlite3_close(s->db);
+    free(s);
+    return rc == SQLITE_NOMEM ? EU_ENOMEM : EU_ESQL;
+  }
+  sqlite3_extended_result_codes(s->db, 1);
+  /* Defensive mode keeps user SQL from corrupting the file on purpose
+   * (writable_schema and the like). */
+  sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
+  sqlite3_set_authorizer(s->db, authorize, s);
+  rc = eu_store_exec_internal(s, eu_schema);
+  if (rc < 0) {
+    eu_err(err, errlen, rc, "cannot set up %s: %s", path ? path : "an in-memory database", s->errmsg);
+    eu_store_close(s);
+    return rc;
+  }
+  *out = s;
+  return EU_OK;
+}
+
+void eu_store_close(eu_store *s) {
+  if (!s) return;
+  finalize_all(s);
+  sqlite3_close_v2(s->db);  /* v2: never leaves the connection open over a straggler */
+  free(s);
+}
+
+sqlite3 *eu_store_db(eu_store *s) { return s->db; }
+
+const char *eu_store_errmsg(eu_store *s) { return s->errmsg; }
+
+/* User statements */
+
+static uint64_t hash_text(const char *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ULL;  /* FNV-1a */
+  while (n--) h = (h ^ (unsigned char)*p++) * 0x100000001b3ULL;
+  return h;
+}
+
+static eu_cached *cache_find(eu_store *s, const char *p, size_t n, uint64_t h) {
+  int i;
+  for (i = 0; i < s->ncache; i++) {
+    eu_cached *c = &s->cache[i];
+    if (c->hash == h && c->len == n && memcmp(c->sql, p, n) == 0) return c;
+  }
+  return NULL;
+}
+
+/* Takes st into the cache, or finalizes it and fails. */
+static int cache_add(eu_store *s, const char *p, size_t n, uint64_t h, sqlite3_stmt *st) {
+  eu_cached *c;
+  char *key = malloc(n + 1);
+  if (!key) {
+    sqlite3_finalize(st);
+    return fail(s, EU_ENOMEM, "out of memory");
+  }
+  memcpy(key, p, n);
+  key[n] = '\0';
+  if (s->ncache < EU_STMT_CACHE) {
+    c = &s->cache[s->ncache++];
+  } else {
+    int i;
+    c = &s->cache[0];
+    for (i = 1; i < s->ncache; i++)
+      if (s->cache[i].used < c->used) c = &s->cache[i];
+    sqlite3_finalize(c->st);
+    free(c->sql);
+  }
+  c->sql = key;
+  c->len = n;
+  c->hash = h;
+  c->used = ++s->tick;
+  c->st = st;
+  return EU_OK;
+}
+
+/* Skips what SQLite skips between statements: white space, comments and
+ * empty statements. */
+static const char *skip_blank(const char *p, const char *end) {
+  while (p < end) {
+    if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == ';') {
+      p++;
+    } else if (*p == '-' && p + 1 < end && p[1] == '-') {
+      while (p < end && *p != '\n') p++;
+    } else if (*p == '/' && p + 1 < end && p[1] == '*') {
+      p += 2;
+      while (p < end && !(*p == '*' && p + 1 < end && p[1] == '/')) p++;
+      p = p < end ? p + 2 : end;
+    } else {
+      break;
+    }
+  }
+  return p;
+}
+
+/* Runs a statement that is not the last of its query: no bindings, rows
+ * discarded. Takes st and finalizes it. */
+static int run_discard(eu_store *s, sqlite3_stmt *st) {
+  int rc;
+  do rc = eu_store_step(s, st); while (rc == 1);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int eu_store_prepare(eu_store *s, const char *sql, size_t len, sqlite3_stmt **out) {
+  const char *p = sql, *end = sql + len;
+  *out = NULL;
+  if (len > (size_t)0x7fffffff) return fail(s, EU_EINVAL, "the query is too long");
+  /* SQLite stops reading at a NUL, and what follows would never run. */
+  if (memchr(sql, '\0', len)) return fail(s, EU_EINVAL, "the query contains a NUL byte");
+  for (;;) {
+    sqlite3_stmt *st;
+    const char *tail;
+    eu_cached *c;
+    uint64_t h;
+    int rc;
+    p = skip_blank(p, end);
+    if (p == end) return EU_OK;
+    /* Only a statement that reaches the end of the query is cached, so a
+     * hit is always the last statement. */
+    h = hash_text(p, (size_t)(end - p));
+    c = cache_find(s, p, (size_t)(end - p), h);
+    if (c) {
+      c->used = ++s->tick;
+      sqlite3_reset(c->st);
+      sqlite3_clear_bindings(c->st);
+      *out = c->st;
+      return EU_OK;
+    }
+    s->denied = 0;
+    rc = sqlite3_prepare_v3(s->db, p, (int)(end - p), SQLITE_PREPARE_PERSISTENT, &st, &tail);
+    if (rc != SQLITE_OK) return fail_sql(s, rc);
+    if (!st) {  /* nothing SQLite calls a statement; skip_blank should have seen it */
+      if (tail <= p) return EU_OK;
+      p = tail;
+      continue;
+    }
+    if (skip_blank(tail, end) == end) {
+      rc = cache_add(s, p, (size_t)(end - p), h, st);
+      if (rc < 0) return rc;
+      *out = st;
+      return EU_OK;
+    }
+    rc = run_discard(s, st);
+    if (rc < 0) return rc;
+    p = tail;
+  }
+}
+
+int eu_store_step(eu_store *s, sqlite3_stmt *st) {
+  int rc;
+  s->denied = 0;
+  rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) return 1;
+  if (rc == SQLITE_DONE) return 0;
+  rc = fail_sql(s, rc);
+  sqlite3_reset(st);
+  return rc;
+}
+
+void eu_store_reset(eu_store *s, sqlite3_stmt *st) {
+  (void)s;
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+}
+
+/* The turn */
+
+int eu_store_touch(eu_store *s) {
+  if (!sqlite3_get_autocommit(s->db)) return EU_OK;
+  s->depth = 0;
+  return is_run(s, IS_BEGIN);
+}
+
+int eu_store_in_turn(eu_store *s) {
+  return !sqlite3_get_autocommit(s->db);
+}
+
+int eu_store_commit(eu_store *s) {
+  int rc;
+  if (sqlite3_get_autocommit(s->db)) {
+    s->depth = 0;
+    return EU_OK;
+  }
+  reset_busy(s);
+  rc = is_run(s, IS_COMMIT);
+  s->depth = 0;
+  if (rc < 0 && !sqlite3_get_autocommit(s->db)) {
+    /* A refused COMMIT (a deferred foreign key, say) leaves the transaction
+     * open; the turn's writes must not leak into the next one. */
+    char msg[EU_ERRLEN];
+    memcpy(msg, s->errmsg, sizeof msg);
+    is_run(s, IS_ROLLBACK);
+    memcpy(s->errmsg, msg, sizeof msg);
+  }
+  return rc;
+}
+
+int eu_store_rollback(eu_store *s) {
+  int rc;
+  s->depth = 0;
+  if (sqlite3_get_autocommit(s->db)) return EU_OK;
+  reset_busy(s);
+  rc = is_run(s, IS_ROLLBACK);
+  s->depth = 0;
+  return rc;
+}
+
+int eu_store_savepoint(eu_store *s) {
+  int rc = eu_store_touch(s);
+  if (rc < 0) return rc;
+  rc = is_run(s, IS_SAVEPOINT);
+  if (rc < 0) return rc;
+  s->depth++;
+  return EU_OK;
+}
+
+/* SQLite rolls a whole transaction back by itself after some failures
+ * (SQLITE_FULL, SQLITE_IOERR, ...): then no savepoint is left to end. */
+static int check_depth(eu_store *s) {
+  if (s->depth > 0 && sqlite3_get_autocommit(s->db)) {
+    s->depth = 0;
+    return fail(s, EU_ESQL, "the transaction was rolled back by SQLite inside transactionSync");
+  }
+  if (s->depth == 0) return fail(s, EU_EINVAL, "no savepoint is open");
+  return EU_OK;
+}
+
+int eu_store_release(eu_store *s) {
+  int rc = check_depth(s);
+  if (rc < 0) return rc;
+  rc = is_run(s, IS_RELEASE);
+  if (rc < 0) return rc;
+  s->depth--;
+  return EU_OK;
+}
+
+int eu_store_rollback_to(eu_store *s) {
+  int rc = check_depth(s);
+  if (rc < 0) return rc;
+  reset_busy(s);
+  rc = is_run(s, IS_ROLLBACK_TO);
+  if (rc < 0) return rc;
+  rc = is_run(s, IS_RELEASE);
+  if (rc < 0) return rc;
+  s->depth--;
+  return EU_OK;
+}
+
+/* The KV table */
+
+static int bind_key(eu_store *s, sqlite3_stmt *st, int i, const char *key, size_t klen) {
+  int rc = sqlite3_bind_text64(st, i, key, klen, SQLITE_STATIC, SQLITE_UTF8);
+  return rc == SQLITE_OK ? EU_OK : fail_sql(s, rc);
+}
+
+int eu_store_kv_get(eu_store *s, const char *key, size_t klen,
+                    const void **val, size_t *vlen) {
+  sqlite3_stmt *st;
+  int rc;
+  if ((rc = eu_store_touch(s)) < 0) return rc;
+  if ((rc = is_prepare(s, IS_KV_GET, &st)) < 0) return rc;
+  if ((rc = bind_key(s, st, 1, key, klen)) < 0) return rc;
+  rc = is_step(s, st);
+  if (rc == 1) {
+    /* Left on its row: the bytes stay valid until the statement's next use. */
+    *val = sqlite3_column_blob(st, 0);
+    *vlen = (size_t)sqlite3_column_bytes(st, 0);
+    return 1;
+  }
+  sqlite3_reset(st);
+  return rc;
+}
+
+int eu_store_kv_put(eu_store *s, const char *key, size_t klen,
+                    const void *val, size_t vlen) {
+  sqlite3_stmt *st;
+  int rc;
+  if ((rc = eu_store_touch(s)) < 0) return rc;
+  if ((rc = is_prepare(s, IS_KV_PUT, &st)) < 0) return rc;
+  if ((rc = bind_key(s, st, 1, key, klen)) < 0) return rc;
+  /* A NULL pointer would bind NULL, which the table refuses. */
+  rc = vlen ? sqlite3_bind_blob64(st, 2, val, vlen, SQLITE_STATIC) : sqlite3_bind_zeroblob(st, 2, 0);
+  if (rc != SQLITE_OK) return fail_sql(s, rc);
+  rc = is_step(s, st);
+  sqlite3_reset(st);
+  return rc < 0 ? rc : EU_OK;
+}
+
+int eu_store_kv_delete(eu_store *s, const char *key, size_t klen) {
+  sqlite3_stmt *st;
+  int rc;
+  if ((rc = eu_store_touch(s)) < 0) return rc;
+  if ((rc = is_prepare(s, IS_KV_DEL, &st)) < 0) return rc;
+  if ((rc = bind_key(s, st, 1, key, klen)) < 0) return rc;
+  rc = is_step(s, st);
+  sqlite3_reset(st);
+  if (rc < 0) return rc;
+  return sqlite3_changes(s->db) > 0;
+}
+
+int eu_store_kv_delete_all(eu_store *s) {
+  int rc = eu_store_touch(s);
+  return rc < 0 ? rc : is_run(s, IS_KV_DEL_ALL);
+}
+
+int eu_store_kv_list(eu_store *s, const eu_kv_range *r, eu_kv_each each, void *ud) {
+  sqlite3_stmt *st;
+  int rc;
+  if ((rc = eu_store_touch(s)) < 0) return rc;
+  if ((rc = is_prepare(s, r->reverse ? IS_KV_LIST_REV : IS_KV_LIST, &st)) < 0) return rc;
+  if ((rc = bind_key(s, st, 1, r->lo ? r->lo : "", r->lo ? r->lolen : 0)) < 0) return rc;
+  rc = r->hi ? sqlite3_bind_text64(st, 2, r->hi, r->hilen, SQLITE_STATIC, SQLITE_UTF8)
+             : sqlite3_bind_zeroblob(st, 2, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(st, 3, r->limit < 0 ? -1 : r->limit);
+  if (rc != SQLITE_OK) return fail_sql(s, rc);
+  /* each runs outside internal mode: is_step sets it around the step only,
+   * so a Lua error raised by each cannot leave the authorizer open. */
+  while ((rc = is_step(s, st)) == 1) {
+    rc = each(ud, (const char *)sqlite3_column_text(st, 0), (size_t)sqlite3_column_bytes(st, 0),
+              sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1));
+    if (rc != 0) break;
+  }
+  sqlite3_reset(st);
+  return rc;
+}
+
+/* The alarm */
+
+int eu_store_get_alarm(eu_store *s, int *has, int64_t *at, int *retry) {
+  sqlite3_stmt *st;
+  int rc;
+  *has = 0;
+  *at = 0;
+  *retry = 0;
+  /* No touch: the host reads the alarm between turns, and a read must not
+   * leave a turn open behind it. Inside a turn it sees the turn's writes. */
+  if ((rc = is_prepare(s, IS_ALARM_GET, &st)) < 0) return rc;
+  rc = is_step(s, st);
+  if (rc == 1) {
+    *has = 1;
+    *at = sqlite3_column_int64(st, 0);
+    *retry = sqlite3_column_int(st, 1);
+  }
+  sqlite3_reset(st);
+  return rc < 0 ? rc : EU_OK;
+}
+
+int eu_store_set_alarm(eu_store *s, int64_t at, int retry) {
+  sqlite3_stmt *st;
+  int rc;
+  if ((rc = eu_store_touch(s)) < 0) return rc;
+  if ((rc = is_prepare(s, IS_ALARM_SET, &st)) < 0) return rc;
+  sqlite3_bind_int64(st, 1, at);
+  sqlite3_bind_int(st, 2, retry);
+  rc = is_step(s, st);
+  sqlite3_reset(st);
+  if (rc < 0) return rc;
+  s->alarm_dirty = 1;
+  return EU_OK;
+}
+
+int eu_store_delete_alarm(eu_store *s) {
+  int rc = eu_store_touch(s);
+  if (rc < 0) return rc;
+  if ((rc = is_run(s, IS_ALARM_DEL)) < 0) return rc;
+  s->alarm_dirty = 1;
+  return EU_OK;
+}
+
+int eu_store_alarm_dirty(eu_store *s) { return s->alarm_dirty; }
+
+void eu_store_clear_alarm_dirty(eu_store *s) { s->alarm_dirty = 0; }
+
+/* Snapshots */
+
+int eu_store_snapshot(eu_store *s, unsigned char **data, size_t *len) {
+  sqlite3_int64 sz = 0;
+  unsigned char *img, *copy;
+  int saved = s->internal;
+  *data = NULL;
+  *len = 0;
+  if (eu_store_in_turn(s))
+    return fail(s, EU_EINVAL, "cannot snapshot a store inside a turn: commit or roll back first");
+  s->internal = 1;  /* serialize asks SQLite for the page count with a PRAGMA */
+  img = sqlite3_serialize(s->db, "main", &sz, 0);
+  s->internal = saved;
+  if (!img) return fail(s, EU_ENOMEM, "cannot serialize the database (out of memory)");
+  copy = malloc(sz > 0 ? (size_t)sz : 1);
+  if (!copy) {
+    sqlite3_free(img);
+    return fail(s, EU_ENOMEM, "out of memory");
+  }
+  memcpy(copy, img, (size_t)sz);
+  sqlite3_free(img);
+  *data = copy;
+  *len = (size_t)sz;
+  return EU_OK;
+}
+
+int eu_store_restore(eu_store *s, const unsigned char *data, size_t len) {
+  unsigned char *copy;
+  int rc, saved = s->internal;
+  if (len == 0) return fail(s, EU_EINVAL, "an empty image is not a database");
+  rc = eu_store_rollback(s);
+  if (rc < 0) return rc;
+  /* Statements compiled against the old schema go; the host's come back on
+   * their next use. */
+  finalize_all(s);
+  copy = sqlite3_malloc64(len);
+  if (!copy) return fail(s, EU_ENOMEM, "out of memory");
+  memcpy(copy, data, len);
+  s->internal = 1;  /* deserialize reopens main with an ATTACH of its own */
+  rc = sqlite3_deserialize(s->db, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
+                           SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE);
+  s->internal = saved;
+  if (rc != SQLITE_OK) return fail_sql(s, rc);  /* SQLite freed copy */
+  s->depth = 0;
+  /* Reads the new schema, so an image that is not a database fails here. */
+  rc = eu_store_exec_internal(s, eu_schema);
+  return rc == EU_ESQL ? EU_ECORRUPT : rc;
+}

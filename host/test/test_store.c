@@ -1,0 +1,942 @@
+/*
+ * test_store.c: the store (store.c) through its C API, and through the Lua
+ * binding (lstore.c, lua/eutaxy/storage.lua) as user code sees it.
+ *
+ * Each test opens its own in-memory store and closes everything it opened.
+ * The Lua tests run snippets in a fresh lua_State whose allocator can be
+ * told to fail, for the fault-injection tests at the end.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "eutaxy.h"
+#include "lstore.h"
+#include "store.h"
+
+
+#define ASSERT(expr) do {                                                   \
+    if (!(expr)) {                                                          \
+      fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #expr); \
+      abort();                                                              \
+    }                                                                       \
+  } while (0)
+#define ASSERT_OK(expr) ASSERT((expr) == EU_OK)
+#define ASSERT_EQ(a, b) ASSERT((a) == (b))
+#define ASSERT_CONTAINS(hay, needle) do {                                   \
+    const char *hay_ = (hay);                                               \
+    if (!hay_ || !strstr(hay_, (needle))) {                                 \
+      fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__, __LINE__, \
+              hay_ ? hay_ : "(null)", (needle));                            \
+      abort();                                                              \
+    }                                                                       \
+  } while (0)
+
+/* Helpers for the C tests */
+
+static eu_store *open_store(void) {
+  eu_store *s = NULL;
+  char err[EU_ERRLEN];
+  ASSERT_OK(eu_store_open(&s, NULL, err, sizeof err));
+  ASSERT(s != NULL);
+  return s;
+}
+
+/* Runs user SQL with no bindings, as exec does; returns the rows it gave
+ * or a negative code. */
+static int run(eu_store *s, const char *sql) {
+  sqlite3_stmt *st;
+  int rc, rows = 0;
+  if ((rc = eu_store_touch(s)) < 0) return rc;
+  if ((rc = eu_store_prepare(s, sql, strlen(sql), &st)) < 0) return rc;
+  if (!st) return 0;
+  while ((rc = eu_store_step(s, st)) == 1) rows++;
+  if (rc < 0) return rc;
+  eu_store_reset(s, st);
+  return rows;
+}
+
+/* The first column of the one row sql gives, as an integer. */
+static sqlite3_int64 scalar(eu_store *s, const char *sql) {
+  sqlite3_stmt *st;
+  sqlite3_int64 v;
+  ASSERT_OK(eu_store_touch(s));
+  ASSERT_OK(eu_store_prepare(s, sql, strlen(sql), &st));
+  ASSERT(st != NULL);
+  ASSERT_EQ(eu_store_step(s, st), 1);
+  v = sqlite3_column_int64(st, 0);
+  eu_store_reset(s, st);
+  return v;
+}
+
+/* A count read straight from the connection, outside the turn's statements. */
+static int count_raw(eu_store *s, const char *sql) {
+  sqlite3_stmt *st;
+  int n = -1;
+  ASSERT_EQ(sqlite3_prepare_v2(eu_store_db(s), sql, -1, &st, NULL), SQLITE_OK);
+  if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  return n;
+}
+
+static void refused(eu_store *s, const char *sql, const char *reason) {
+  int rc = run(s, sql);
+  if (rc != EU_ESQL) fprintf(stderr, "not refused (%d): %s\n", rc, sql);
+  ASSERT_EQ(rc, EU_ESQL);
+  ASSERT_CONTAINS(eu_store_errmsg(s), reason);
+}
+
+/* C API */
+
+static void test_open_creates_host_tables(void) {
+  eu_store *s = open_store();
+  ASSERT_EQ(count_raw(s, "SELECT count(*) FROM sqlite_master WHERE name IN ('_eutaxy_kv', '_eutaxy_alarm')"), 2);
+  ASSERT_EQ(count_raw(s, "PRAGMA foreign_keys"), 1);
+  ASSERT(!eu_store_in_turn(s));
+  eu_store_close(s);
+}
+
+static void test_open_reports_a_bad_path(void) {
+  eu_store *s = (eu_store *)1;
+  char err[EU_ERRLEN] = "";
+  ASSERT_EQ(eu_store_open(&s, "/nonexistent-dir/x/y.db", err, sizeof err), EU_ESQL);
+  ASSERT(s == NULL);
+  ASSERT_CONTAINS(err, "cannot open /nonexistent-dir/x/y.db");
+}
+
+static void test_turn_commits_and_rolls_back(void) {
+  eu_store *s = open_store();
+  ASSERT_OK(eu_store_commit(s));    /* no turn: nothing to do */
+  ASSERT_OK(eu_store_rollback(s));
+  ASSERT_EQ(run(s, "CREATE TABLE t(x)"), 0);
+  ASSERT(eu_store_in_turn(s));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT(!eu_store_in_turn(s));
+  ASSERT_EQ(run(s, "INSERT INTO t VALUES (1)"), 0);
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_EQ(run(s, "INSERT INTO t VALUES (2)"), 0);
+  ASSERT_EQ(scalar(s, "SELECT count(*) FROM t"), 2);
+  ASSERT_OK(eu_store_rollback(s));
+  ASSERT(!eu_store_in_turn(s));
+  ASSERT_EQ(count_raw(s, "SELECT count(*) FROM t"), 1);
+  eu_store_close(s);
+}
+
+static void test_failed_commit_rolls_back(void) {
+  eu_store *s = open_store();
+  ASSERT_EQ(run(s, "CREATE TABLE p(id INTEGER PRIMARY KEY);"
+                   "CREATE TABLE c(p INTEGER REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED)"), 0);
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_EQ(run(s, "INSERT INTO c VALUES (42)"), 0);  /* checked at COMMIT only */
+  refused(s, "BEGIN", "BEGIN is not allowed");  /* an old refusal is not the commit's reason */
+  ASSERT_EQ(eu_store_commit(s), EU_ESQL);
+  ASSERT_CONTAINS(eu_store_errmsg(s), "FOREIGN KEY constraint failed (SQLITE_CONSTRAINT_FOREIGNKEY)");
+  ASSERT(!eu_store_in_turn(s));
+  ASSERT_EQ(count_raw(s, "SELECT count(*) FROM c"), 0);
+  eu_store_close(s);
+}
+
+static void test_authorizer_refuses_transactions_and_attach(void) {
+  eu_store *s = open_store();
+  refused(s, "BEGIN", "BEGIN is not allowed in sql:exec: each turn of an invocation is one "
+                      "implicit transaction; use storage:transactionSync(fn)");
+  refused(s, "begin immediate transaction", "BEGIN is not allowed in sql:exec");
+  refused(s, "COMMIT", "COMMIT is not allowed in sql:exec");
+  refused(s, "END", "COMMIT is not allowed in sql:exec");
+  refused(s, "ROLLBACK", "ROLLBACK is not allowed in sql:exec");
+  refused(s, "SAVEPOINT a", "SAVEPOINT is not allowed in sql:exec: use storage:transactionSync(fn)");
+  refused(s, "RELEASE a", "RELEASE is not allowed in sql:exec");
+  refused(s, "ROLLBACK TO a", "ROLLBACK TO is not allowed in sql:exec");
+  refused(s, "ATTACH ':memory:' AS other", "ATTACH is not allowed in sql:exec");
+  refused(s, "DETACH other", "DETACH is not allowed in sql:exec");
+  refused(s, "SELECT fts3_tokenizer('simple')", "the function fts3_tokenizer is not allowed");
+  /* The refusal does not depend on the text: a comment changes nothing. */
+  refused(s, "/* hello */ BEGIN", "BEGIN is not allowed");
+  ASSERT(eu_store_in_turn(s));  /* the turn itself is untouched */
+  eu_store_close(s);
+}
+
+static void test_authorizer_reserves_host_tables(void) {
+  eu_store *s = open_store();
+  ASSERT_EQ(run(s, "CREATE TABLE mine(x)"), 0);
+  refused(s, "SELECT * FROM _eutaxy_kv", "table _eutaxy_kv is reserved for eutaxy");
+  refused(s, "SELECT count(*) FROM _EUTAXY_KV", "is reserved for eutaxy");
+  refused(s, "SELECT x FROM mine WHERE x IN (SELECT key FROM _eutaxy_kv)", "table _eutaxy_kv is reserved");
+  refused(s, "INSERT INTO _eutaxy_alarm(id, at) VALUES (1, 5)", "table _eutaxy_alarm is reserved");
+  refused(s, "UPDATE _eutaxy_alarm SET at = 1", "table _eutaxy_alarm is reserved");
+  refused(s, "DELETE FROM _eutaxy_kv", "table _eutaxy_kv is reserved");
+  refused(s, "DROP TABLE _eutaxy_kv", "table _eutaxy_kv is reserved");
+  refused(s, "ALTER TABLE _eutaxy_kv RENAME TO kv", "table _eutaxy_kv is reserved");
+  refused(s, "CREATE INDEX i ON _eutaxy_kv(value)", "table _eutaxy_kv is reserved");
+  refused(s, "CREATE TABLE _eutaxy_mine(x)", "table _eutaxy_mine is reserved");
+  refused(s, "CREATE INDEX _eutaxy_i ON mine(x)", "the name _eutaxy_i is reserved");
+  /* SQLite checks a view's reads where the view is used, not where it is made. */
+  ASSERT_EQ(run(s, "CREATE VIEW v AS SELECT * FROM _eutaxy_kv"), 0);
+  refused(s, "SELECT * FROM v", "table _eutaxy_kv is reserved");
+  refused(s, "SELECT count(*) FROM v", "table _eutaxy_kv is reserved");
+  refused(s, "CREATE TRIGGER tr AFTER INSERT ON _eutaxy_kv BEGIN SELECT 1; END", "table _eutaxy_kv is reserved");
+  /* A trigger of the user's own reaches the host table only through the
+   * statement that fires it, which the authorizer sees whole. */
+  if (run(s, "CREATE TRIGGER tr AFTER INSERT ON mine BEGIN DELETE FROM _eutaxy_kv; END") == 0)
+    refused(s, "INSERT INTO mine VALUES (1)", "table _eutaxy_kv is reserved");
+  else
+    ASSERT_CONTAINS(eu_store_errmsg(s), "table _eutaxy_kv is reserved");
+  eu_store_close(s);
+}
+
+static void test_internal_sql_bypasses_the_authorizer(void) {
+  eu_store *s = open_store();
+  const void *val;
+  size_t vlen;
+  ASSERT_OK(eu_store_exec_internal(s, "INSERT INTO _eutaxy_kv VALUES ('k', x'01')"));
+  ASSERT_EQ(eu_store_kv_get(s, "k", 1, &val, &vlen), 1);
+  ASSERT(vlen == 1 && *(const char *)val == 1);
+  ASSERT_EQ(eu_store_exec_internal(s, "SELEC"), EU_ESQL);
+  ASSERT_CONTAINS(eu_store_errmsg(s), "syntax error (SQLITE_ERROR)");
+  /* and user SQL is policed again afterwards */
+  refused(s, "SELECT * FROM _eutaxy_kv", "reserved");
+  eu_store_close(s);
+}
+
+static void test_syntax_error_carries_sqlite_text(void) {
+  eu_store *s = open_store();
+  ASSERT_EQ(run(s, "SELEC 1"), EU_ESQL);
+  ASSERT_CONTAINS(eu_store_errmsg(s), "near \"SELEC\": syntax error (SQLITE_ERROR)");
+  ASSERT_EQ(run(s, "CREATE TABLE u(x UNIQUE); INSERT INTO u VALUES (1); INSERT INTO u VALUES (1)"), EU_ESQL);
+  ASSERT_CONTAINS(eu_store_errmsg(s), "UNIQUE constraint failed: u.x (SQLITE_CONSTRAINT_UNIQUE)");
+  eu_store_close(s);
+}
+
+static void test_multi_statement_prepares_the_last(void) {
+  eu_store *s = open_store();
+  sqlite3_stmt *st;
+  const char *sql = "CREATE TABLE a(x); INSERT INTO a VALUES (1); INSERT INTO a VALUES (2);\n"
+                    "SELECT sum(x) FROM a WHERE x > ?; -- trailing comment\n";
+  ASSERT_OK(eu_store_touch(s));
+  ASSERT_OK(eu_store_prepare(s, sql, strlen(sql), &st));
+  ASSERT(st != NULL);
+  ASSERT_EQ(sqlite3_bind_parameter_count(st), 1);
+  sqlite3_bind_int(st, 1, 0);
+  ASSERT_EQ(eu_store_step(s, st), 1);
+  ASSERT_EQ(sqlite3_column_int(st, 0), 3);
+  eu_store_reset(s, st);
+  ASSERT_OK(eu_store_prepare(s, "  ;; -- nothing\n", 16, &st));
+  ASSERT(st == NULL);
+  eu_store_close(s);
+}
+
+static void test_statement_cache_reuses_and_evicts(void) {
+  eu_store *s = open_store();
+  sqlite3_stmt *a, *b, *st = NULL;
+  char sql[64];
+  int i, n = 0;
+  ASSERT_OK(eu_store_touch(s));
+  ASSERT_OK(eu_store_prepare(s, "SELECT 1", 8, &a));
+  eu_store_reset(s, a);
+  ASSERT_OK(eu_store_prepare(s, "SELECT 1", 8, &b));
+  eu_store_reset(s, b);
+  ASSERT(a == b);
+  for (i = 0; i < 200; i++) {
+    snprintf(sql, sizeof sql, "SELECT %d + 1", i);
+    ASSERT_EQ(scalar(s, sql), i + 1);
+  }
+  for (i = 0; i < 200; i += 7) {  /* the evicted ones come back */
+    snprintf(sql, sizeof sql, "SELECT %d + 1", i);
+    ASSERT_EQ(scalar(s, sql), i + 1);
+  }
+  while ((st = sqlite3_next_stmt(eu_store_db(s), st)) != NULL) n++;
+  ASSERT(n <= 64 + 16);  /* the cache, and the host's statements */
+  eu_store_close(s);
+}
+
+static void test_cached_statement_survives_schema_change(void) {
+  eu_store *s = open_store();
+  ASSERT_EQ(run(s, "CREATE TABLE t(a); INSERT INTO t VALUES (1)"), 0);
+  ASSERT_EQ(run(s, "SELECT * FROM t"), 1);
+  ASSERT_EQ(run(s, "ALTER TABLE t ADD COLUMN b"), 0);
+  ASSERT_EQ(run(s, "SELECT * FROM t"), 1);
+  /* a recompiled statement is checked again by the authorizer */
+  ASSERT_EQ(run(s, "CREATE VIEW v AS SELECT * FROM t"), 0);
+  ASSERT_EQ(run(s, "SELECT * FROM v"), 1);
+  eu_store_close(s);
+}
+
+static void test_savepoints_nest(void) {
+  eu_store *s = open_store();
+  ASSERT_EQ(eu_store_release(s), EU_EINVAL);
+  ASSERT_EQ(eu_store_rollback_to(s), EU_EINVAL);
+  ASSERT_EQ(run(s, "CREATE TABLE t(x)"), 0);
+  ASSERT_OK(eu_store_savepoint(s));
+  ASSERT_EQ(run(s, "INSERT INTO t VALUES (1)"), 0);
+  ASSERT_OK(eu_store_savepoint(s));
+  ASSERT_EQ(run(s, "INSERT INTO t VALUES (2)"), 0);
+  ASSERT_OK(eu_store_savepoint(s));
+  ASSERT_EQ(run(s, "INSERT INTO t VALUES (3)"), 0);
+  ASSERT_OK(eu_store_release(s));
+  ASSERT_OK(eu_store_rollback_to(s));  /* 2 and 3 go */
+  ASSERT_EQ(scalar(s, "SELECT group_concat(x) FROM t"), 1);
+  ASSERT_OK(eu_store_release(s));
+  ASSERT_EQ(eu_store_release(s), EU_EINVAL);
+  ASSERT(eu_store_in_turn(s));  /* the savepoints lived inside the turn */
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_EQ(count_raw(s, "SELECT count(*) FROM t"), 1);
+  /* a savepoint outside a turn opens the turn, and release does not end it */
+  ASSERT_OK(eu_store_savepoint(s));
+  ASSERT_EQ(run(s, "INSERT INTO t VALUES (4)"), 0);
+  ASSERT_OK(eu_store_release(s));
+  ASSERT(eu_store_in_turn(s));
+  ASSERT_OK(eu_store_rollback(s));
+  ASSERT_EQ(count_raw(s, "SELECT count(*) FROM t"), 1);
+  eu_store_close(s);
+}
+
+static void test_alarm_row_and_dirty_flag(void) {
+  eu_store *s = open_store();
+  int has, retry;
+  int64_t at;
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT_EQ(has, 0);
+  ASSERT(!eu_store_in_turn(s));  /* the host reads the alarm between turns */
+  ASSERT(!eu_store_alarm_dirty(s));
+  ASSERT_OK(eu_store_set_alarm(s, 1700000000123LL, 0));
+  ASSERT(eu_store_in_turn(s));  /* a write goes in the turn */
+  ASSERT(eu_store_alarm_dirty(s));
+  eu_store_clear_alarm_dirty(s);
+  ASSERT_OK(eu_store_set_alarm(s, 5000, 3));
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT(has && at == 5000 && retry == 3);
+  ASSERT_OK(eu_store_commit(s));
+  eu_store_clear_alarm_dirty(s);
+  ASSERT_OK(eu_store_delete_alarm(s));
+  ASSERT(eu_store_alarm_dirty(s));
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT_EQ(has, 0);
+  ASSERT_OK(eu_store_rollback(s));  /* the delete is undone, the flag stays */
+  ASSERT(eu_store_alarm_dirty(s));
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT(has && at == 5000);
+  eu_store_close(s);
+}
+
+typedef struct collect {
+  char keys[256];
+  int n, stop_after;
+} collect;
+
+static int collect_each(void *ud, const char *key, size_t klen, const void *val, size_t vlen) {
+  collect *c = ud;
+  strncat(c->keys, key, klen);
+  strcat(c->keys, ",");
+  (void)val;
+  ASSERT_EQ(vlen, 1);
+  return ++c->n == c->stop_after ? 99 : 0;
+}
+
+static void test_kv_in_c(void) {
+  eu_store *s = open_store();
+  const void *val;
+  size_t vlen;
+  eu_kv_range r = { NULL, 0, NULL, 0, -1, 0 };
+  collect c;
+  const char *keys[] = { "b", "a", "ab", "c\xff", "c" };
+  int i;
+  ASSERT_EQ(eu_store_kv_get(s, "a", 1, &val, &vlen), 0);
+  for (i = 0; i < 5; i++) ASSERT_OK(eu_store_kv_put(s, keys[i], strlen(keys[i]), "v", 1));
+  ASSERT_OK(eu_store_kv_put(s, "empty", 5, "", 0));
+  ASSERT_EQ(eu_store_kv_get(s, "empty", 5, &val, &vlen), 1);
+  ASSERT_EQ(vlen, 0);
+  ASSERT_EQ(eu_store_kv_delete(s, "empty", 5), 1);
+  ASSERT_EQ(eu_store_kv_delete(s, "empty", 5), 0);
+  ASSERT_EQ(eu_store_kv_get(s, "ab", 2, &val, &vlen), 1);
+  ASSERT(vlen == 1 && memcmp(val, "v", 1) == 0);
+  memset(&c, 0, sizeof c);
+  ASSERT_OK(eu_store_kv_list(s, &r, collect_each, &c));
+  ASSERT(strcmp(c.keys, "a,ab,b,c,c\xff,") == 0);  /* bytewise */
+  memset(&c, 0, sizeof c);
+  r.reverse = 1;
+  r.limit = 2;
+  ASSERT_OK(eu_store_kv_list(s, &r, collect_each, &c));
+  ASSERT(strcmp(c.keys, "c\xff,c,") == 0);
+  memset(&c, 0, sizeof c);
+  r.reverse = 0;
+  r.limit = -1;
+  r.lo = "ab";
+  r.lolen = 2;
+  r.hi = "c";
+  r.hilen = 1;
+  c.stop_after = 5;
+  ASSERT_OK(eu_store_kv_list(s, &r, collect_each, &c));
+  ASSERT(strcmp(c.keys, "ab,b,") == 0);
+  memset(&c, 0, sizeof c);
+  c.stop_after = 1;
+  ASSERT_EQ(eu_store_kv_list(s, &r, collect_each, &c), 99);
+  ASSERT_OK(eu_store_kv_delete_all(s));
+  memset(&c, 0, sizeof c);
+  r.lo = r.hi = NULL;
+  ASSERT_OK(eu_store_kv_list(s, &r, collect_each, &c));
+  ASSERT_EQ(c.n, 0);
+  eu_store_close(s);
+}
+
+static void test_snapshot_and_restore_round_trip(void) {
+  eu_store *s = open_store();
+  unsigned char *img, junk[4096];
+  size_t len;
+  int has, retry;
+  int64_t at;
+  ASSERT_EQ(run(s, "CREATE TABLE t(x); INSERT INTO t VALUES (1), (2)"), 0);
+  ASSERT_OK(eu_store_kv_put(s, "k", 1, "v", 1));
+  ASSERT_OK(eu_store_set_alarm(s, 77, 0));
+  ASSERT_EQ(eu_store_snapshot(s, &img, &len), EU_EINVAL);  /* inside a turn */
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_snapshot(s, &img, &len));
+  ASSERT(len > 0);
+  ASSERT_EQ(scalar(s, "SELECT count(*) FROM t"), 2);  /* cached before the restore */
+  ASSERT_EQ(run(s, "DELETE FROM t; DROP TABLE t; CREATE TABLE other(y)"), 0);
+  ASSERT_OK(eu_store_kv_delete_all(s));
+  ASSERT_OK(eu_store_delete_alarm(s));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_EQ(run(s, "INSERT INTO other VALUES (1)"), 0);  /* a turn left open */
+  ASSERT_OK(eu_store_restore(s, img, len));
+  ASSERT(!eu_store_in_turn(s));
+  ASSERT_EQ(scalar(s, "SELECT count(*) FROM t"), 2);
+  ASSERT_EQ(run(s, "SELECT * FROM other"), EU_ESQL);
+  ASSERT_CONTAINS(eu_store_errmsg(s), "no such table: other");
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT(has && at == 77);
+  refused(s, "SELECT * FROM _eutaxy_kv", "reserved");  /* the authorizer survives */
+  /* the restored image is resizable: it can grow */
+  ASSERT_EQ(run(s, "INSERT INTO t SELECT randomblob(1000) FROM t, t t2, t t3"), 0);
+  ASSERT_OK(eu_store_commit(s));
+  /* an image that is not a database */
+  memset(junk, 'x', sizeof junk);
+  ASSERT(eu_store_restore(s, junk, sizeof junk) < 0);
+  ASSERT_OK(eu_store_restore(s, img, len));
+  ASSERT_EQ(scalar(s, "SELECT count(*) FROM t"), 2);
+  eu_store_rollback(s);
+  free(img);
+  eu_store_close(s);
+}
+
+/* The Lua binding */
+
+typedef struct alloc_ctl {
+  long count;    /* growing allocations since armed */
+  long fail_at;  /* 0: never fail; n: fail the nth */
+} alloc_ctl;
+
+/* Lua assumes shrinking never fails, so only growth is made to fail. */
+static void *test_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  alloc_ctl *a = ud;
+  if (nsize == 0) {
+    free(ptr);
+    return NULL;
+  }
+  if (a->fail_at > 0 && (ptr == NULL || nsize > osize) && ++a->count >= a->fail_at) return NULL;
+  return realloc(ptr, nsize);
+}
+
+typedef struct fixture {
+  eu_store *s;
+  lua_State *L;
+  alloc_ctl alloc;
+} fixture;
+
+/* The source tree's lua/ folder, found from this file's path, so the test
+ * runs from any build tree. */
+static const char *luadir(void) {
+  static char dir[4096];
+  const char *tail = strstr(__FILE__, "host/test/test_store.c");
+  size_t n = tail ? (size_t)(tail - __FILE__) : 0;
+  snprintf(dir, sizeof dir, "%.*slua", (int)n, __FILE__);
+  return dir;
+}
+
+static const char prelude[] =
+  "local fns, luadir = ...\n"
+  "package.path = luadir .. '/?.lua;' .. package.path\n"
+  "storage = require('eutaxy.storage').new(fns)\n"
+  "sql = storage.sql\n"
+  "function eq(got, want, what)\n"
+  "  if got ~= want then\n"
+  "    error((what or 'value') .. ': expected ' .. tostring(want) .. ', got ' .. tostring(got), 2)\n"
+  "  end\n"
+  "end\n"
+  "function fails(fn, text)\n"
+  "  local ok, err = pcall(fn)\n"
+  "  if ok then error('expected an error containing: ' .. text, 2) end\n"
+  "  if not tostring(err):find(text, 1, true) then\n"
+  "    error('error \"' .. tostring(err) .. '\" does not contain \"' .. text .. '\"', 2)\n"
+  "  end\n"
+  "  return err\n"
+  "end\n";
+
+static void lua_open_fixture(fixture *f) {
+  f->s = open_store();
+  f->alloc.count = 0;
+  f->alloc.fail_at = 0;
+  f->L = lua_newstate(test_alloc, &f->alloc);
+  ASSERT(f->L != NULL);
+  luaL_openlibs(f->L);
+  ASSERT_EQ(luaL_loadbuffer(f->L, prelude, sizeof prelude - 1, "=prelude"), LUA_OK);
+  eu_lstore_push(f->L, f->s);
+  lua_pushstring(f->L, luadir());
+  if (lua_pcall(f->L, 2, 0, 0) != LUA_OK) {
+    fprintf(stderr, "prelude: %s\n", lua_tostring(f->L, -1));
+    abort();
+  }
+}
+
+static void lua_close_fixture(fixture *f) {
+  lua_close(f->L);
+  eu_store_close(f->s);
+}
+
+/* Runs chunk (named "test", so positions read test:LINE:) and fails the
+ * test with Lua's message if it raises. */
+#define LUA_RUN(f, chunk) lua_run((f), (chunk), __LINE__)
+static void lua_run(fixture *f, const char *chunk, int line) {
+  if (luaL_loadbuffer(f->L, chunk, strlen(chunk), "=test") != LUA_OK ||
+      lua_pcall(f->L, 0, 0, 0) != LUA_OK) {
+    fprintf(stderr, "%s:%d: Lua failed: %s\n", __FILE__, line, lua_tostring(f->L, -1));
+    abort();
+  }
+}
+
+static void test_lua_exec_runs_every_statement_and_binds_the_last(void) {
+  fixture f;
+  lua_open_fixture(&f);
+  LUA_RUN(&f,
+    "local c = sql:exec([[CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT);\n"
+    "  INSERT INTO t(name) VALUES ('a');\n"
+    "  INSERT INTO t(name) VALUES (?) RETURNING id]], 'b')\n"
+    "eq(c:one().id, 2, 'returned id')\n"
+    "eq(sql:exec('SELECT count(*) AS n FROM t'):one().n, 2)\n");
+  lua_close_fixture(&f);
+}
+
+static void test_lua_exec_binds_each_type(void) {
+  fixture f;
+  lua_open_fixture(&f);
+  LUA_RUN(&f,
+    "local row = sql:exec('SELECT typeof(?) a, typeof(?) b, typeof(?) c, typeof(?) d, typeof(?) e,'\n"
+    "  .. ' typeof(?) f, ?, ?, ?, ?, ?, ?', nil, true, 42, 1.5, 'text', '\\xff\\xfe',\n"
+    "  nil, false, -7, 0.25, 'héllo', '\\0\\xff'):raw()[1]\n"
+    "eq(row[1], 'null'); eq(row[2], 'integer'); eq(row[3], 'integer')\n"
+    "eq(row[4], 'real'); eq(row[5], 'text'); eq(row[6], 'blob')\n"
+    "eq(row[7], nil); eq(row[8], 0); eq(math.type(row[9]), 'integer'); eq(row[9], -7)\n"
+    "eq(math.type(row[10]), 'float'); eq(row[10], 0.25); eq(row[11], 'héllo')\n"
+    "eq(row[12], '\\0\\xff', 'a blob round trip'); eq(row.n, 12)\n"
+    "eq(sql:exec('SELECT 9223372036854775807 AS big'):one().big, math.maxinteger)\n");
+  lua_close_fixture(&f);
+}
+
+static void test_lua_exec_refuses_bad_bindings(void) {
+  fixture f;
+  lua_open_fixture(&f);
+  LUA_RUN(&f,
+    "fails(function() sql:exec('SELECT ?, ?', 1, {}) end, 'sql:exec: cannot bind a table (parameter 2)')\n"
+    "fails(function() sql:exec('SELECT ?', print) end, 'sql:exec: cannot bind a function (parameter 1)')\n"
+    "fails(function() sql:exec('SELECT ?, ?', 1, 2, 3) end, 'sql:exec: the statement takes 2 bindings, got 3')\n"
+    "fails(function() sql:exec('SELECT ?') end, 'sql:exec: the statement takes 1 binding, got 0')\n"
+    "fails(function() sql:exec('') end, 'sql:exec: the query holds no SQL statement')\n"
+    "fails(function() sql:exec('  -- just a comment\\n;') end, 'no SQL statement')\n"
+    "fails(function() sql:exec(nil) end, 'sql:exec: the query must be a string, got nil')\n"
+    "fails(function() sql:exec('SELECT 1;\\0DROP TABLE x') end, 'the query contains a NUL byte')\n");
+  lua_close_fixture(&f);
+}
+
+static void test_lua_cursor_api(void) {
+  fixture f;
+  lua_open_fixture(&f);
+  LUA_RUN(&f,
+    "sql:exec('CREATE TABLE t(id INTEGER, name TEXT, note TEXT)')\n"
+    "local c = sql:exec('INSERT INTO t VALUES (1, \\'a\\', NULL), (2, \\'b\\', \\'x\\'), (3, \\'c\\', NULL)')\n"
+    "eq(c.rowsWritten, 3); eq(c.rowsRead, 3); eq(#c.columnNames, 0); eq(c:next(), nil)\n"
+    "c = sql:exec('SELECT id, name, note FROM t ORDER BY id')\n"
+    "eq(table.concat(c.columnNames, ','), 'id,name,note'); eq(c.rowsRead, 3); eq(c.rowsWritten, 0)\n"
+    "local first = c:next()\n"
+    "eq(first.id, 1); eq(first.name, 'a'); eq(first.note, nil)\n"
+    "local rest = c:toArray()\n"
+    "eq(#rest, 2); eq(rest[1].note, 'x'); eq(rest[2].id, 3)\n"
+    "eq(c:next(), nil); eq(#c:toArray(), 0)\n"
+    "local raw = sql:exec('SELECT id, note, name FROM t ORDER BY id'):raw()\n"
+    "eq(#raw, 3); eq(raw[1].n, 3); eq(raw[1][2], nil); eq(raw[1][3], 'a'); eq(raw[2][2], 'x')\n"
+    "local ids = {}\n"
+    "for row in sql:exec('SELECT id FROM t ORDER BY id DESC'):rows() do ids[#ids + 1] = row.id end\n"
+    "eq(table.concat(ids, ','), '3,2,1')\n"
+    "c = sql:exec('SELECT id FROM t ORDER BY id')\n"
+    "c:next(); c:next()\n"
+    "eq(c:one().id, 3, 'one() takes the one remaining row')\n"
+    "c = sql:exec('UPDATE t SET note = ? WHERE id >= 2', 'y')\n"
+    "eq(c.rowsWritten, 2); eq(c.rowsRead, 2)\n"
+    "eq(sql:exec('SELECT 1.0 AS f'):one().f, 1.0); eq(math.type(sql:exec('SELECT 1.0 AS f'):one().f), 'float')\n");
+  lua_close_fixture(&f);
+}
+
+static void test_lua_one_refuses_zero_or_many_rows(void) {
+  fixture f;
+  lua_open_fixture(&f);
+  LUA_RUN(&f,
+    "sql:exec('CREATE TABLE t(x); INSERT INTO t VALUES (1), (2)')\n"
+    "local err = fails(function() sql:exec('SELECT x FROM t WHERE x > 5'):one() end,\n"
+    "  'cursor:one(): expected exactly one row, got 0')\n"
+    "eq(err:sub(1, 7), 'test:2:', 'the position is the caller\\'s')\n"
+    "fails(function() sql:exec('SELECT x FROM t'):one() end,\n"
+    "  'cursor:one(): expected exactly one row, got more than one')\n");
+  lua_close_fixture(&f);
+}
+
+static void test_lua_sql_errors_carry_sqlite_text_and_the_user_position(void) {
+  fixture f;
+  lua_open_fixture(&f);
+  LUA_RUN(&f,
+    "local err = fails(function() sql:exec('SELEC 1') end, 'near \"SELEC\": syntax error (SQLITE_ERROR)')\n"
+    "eq(err, 'test:1: near \"SELEC\": syntax error (SQLITE_ERROR)')\n"
+    "fails(function() sql:exec('SELECT * FROM nope') end, 'no such table: nope (SQLITE_ERROR)')\n"
+    "local ok, e = pcall(sql.exec, sql, 'SELEC')\n"
+    "eq(ok, false); eq(type(e), 'string')\n");
+  lua_close_fixture(&f);
+}
+
+static void test_lua_refuses_transactions_and_host_tables(void) {
+  fixture f;
+  lua_open_fixture(&f);
+  LUA_RUN(&f,
+    "local err = fails(function() sql:exec('BEGIN') end,\n"
+    "  'BEGIN is not allowed in sql:exec: each turn of an invocation is one implicit transaction;'\n"
+    "  .. ' use storage:transactionSync(fn)')\n"
+    "eq(err:find('not authorized', 1, true), nil, 'SQLite\\'s bare message is replaced')\n"
+    "fails(function() sql:exec('SAVEPOINT s') end, 'SAVEPOINT is not allowed in sql:exec')\n"
+    "fails(function() sql:exec('COMMIT') end, 'COMMIT is not allowed')\n"
+    "fails(function() sql:exec(\"ATTACH 'x.db' AS x\") end, 'ATTACH is not allowed')\n"
+    "fails(function() sql:exec('SELECT * FROM _eutaxy_kv') end, 'table _eutaxy_kv is reserved for eutaxy')\n"
+    "fails(function() sql:exec('CREATE TABLE t(x); SELECT * FROM _eutaxy_alarm') end,\n"
+    "  'table _eutaxy_alarm is reserved for eutaxy')\n"
+    "storage:put('secret', 1)\n"
+    "fails(function() sql:exec('SELECT value FROM _eutaxy_kv WHERE key = ?', 'secret') end, 'reserved')\n");
+  lua_close_fixture(&f);
+}
+
+static void test_lua_writes_follow_the_turn(void) {
+  fixture f;
+  lua_open_fixture(&f);
+  LUA_RUN(&f, "sql:exec('CREATE TABLE t(x)')");
+  ASSERT(eu_store_in_turn(f.s));  /* exec began the turn */
+  ASSERT_OK(eu_store_commit(f.s));
+  LUA_RUN(&f, "sql:exec('INSERT INTO t VALUES (1)'); storage:put('k', 'v')");
+  ASSERT_OK(eu_store_rollback(f.s));
+  LUA_RUN(&f,
+    "eq(sql:exec('SELECT count(*) n FROM t'):one().n, 0, 'rolled back rows')\n"
+    "eq(storage:get('k'), nil, 'rolled back key')\n"
+    "sql:exec('INSERT INTO t VALUES (2)'); storage:put('k', 'w')\n");
+  ASSERT_OK(eu_store_commit(f.s));
+  ASSERT_OK(eu_store_rollback(f.s));
+  LUA_RUN(&f,
+    "eq(sql:exec('SELECT x FROM t'):one().x, 2)\n"
+    "eq(storage:get('k'), 'w')\n");
+  lua_close_fixture(&f);
+}
+
+static void test_lua_transaction_sync(void) {
+  fixture f;
+  lua_open_fixture(&f);
+  LUA_RUN(&f,
+    "sql:exec('CREATE TABLE t(x)')\n"
+    "local a, b = storage:transactionSync(function(p, q)\n"
+    "  sql:exec('INSERT INTO t VALUES (1)'); return p + q, 'done'\n"
+    "end, 2, 3)\n"
+    "eq(a, 5); eq(b, 'done')\n"
+    "local boom = setmetatable({}, { __tostring = function() return 'boom' end })\n"
+    "local ok, err = pcall(storage.transactionSync, storage, function()\n"
+    "  sql:exec('INSERT INTO t VALUES (2)'); storage:put('k', 1); error(boom)\n"
+    "end)\n"
+    "eq(ok, false); eq(err, boom, 'the same error value')\n"
+    "ok, err = pcall(storage.transactionSync, storage, function() error('plain') end)\n"
+    "eq(err, 'test:11: plain', 'a message passes through as raised')\n"
+    "eq(sql:exec('SELECT group_concat(x) g FROM t'):one().g, '1')\n"
+    "eq(storage:get('k'), nil)\n"
+    "storage:transactionSync(function()\n"
+    "  sql:exec('INSERT INTO t VALUES (3)')\n"
+    "  pcall(storage.transactionSync, storage, function() sql:exec('INSERT INTO t VALUES (4)'); error('inner') end)\n"
+    "  storage:transactionSync(function() sql:exec('INSERT INTO t VALUES (5)') end)\n"
+    "end)\n"
+    "eq(sql:exec('SELECT group_concat(x) g FROM t'):one().g, '1,3,5', 'nested')\n"
+    "fails(function() storage:transactionSync(42) end, 'storage:transactionSync: expected a function, got number')\n"
+    "local co = coroutine.create(function()\n"
+    "  return storage:transactionSync(function() sql:exec('INSERT INTO t VALUES (6)'); coroutine.yield() end)\n"
+    "end)\n"
+    "local resumed, msg = coroutine.resume(co)\n"
+    "eq(resumed, false); assert(msg:find('attempt to yield across a C-call boundary', 1, true), msg)\n"
+    "eq(sql:exec('SELECT count(*) n FROM t WHERE x = 6'):one().n, 0, 'a yield rolls back')\n");
+  ASSERT_OK(eu_store_commit(f.s));  /* every savepoint was ended */
+  ASSERT_EQ(count_raw(f.s, "SELECT count(*) FROM t"), 3);
+  lua_close_fixture(&f);
+}
+
+static void test_lua_kv_get_put_delete(void) {
+  fixture f;
+  lua_open_fixture(&f);
+  LUA_RUN(&f,
+    "eq(storage:get('missing'), nil)\n"
+    "storage:put('n', 42); storage:put('f', 1.5); storage:put('b', false)\n"
+    "storage:put('t', { list = { 1, 2, 3 }, name = 'x', nested = { ok = true } })\n"
+    "eq(storage:get('n'), 42); eq(math.type(storage:get('n')), 'integer')\n"
+    "eq(storage:get('f'), 1.5); eq(storage:get('b'), false)\n"
+    "local t = storage:get('t')\n"
+    "eq(t.name, 'x'); eq(#t.list, 3); eq(t.nested.ok, true)\n"
+    "local got = storage:get({ 'n', 'missing', 'b' })\n"
+    "eq(got.n, 42); eq(got.b, false); eq(got.missing, nil)\n"
+    "storage:put('n', 'replaced'); eq(storage:get('n'), 'replaced')\n"
+    "eq(storage:delete('n'), true); eq(storage:delete('n'), false)\n"
+    "eq(storage:delete({ 'f', 'b', 'nope', 'f' }), 2)\n"
+    "storage:put({ x = 1, y = { 2 }, z = 'three' })\n"
+    "eq(storage:get('x'), 1); eq(storage:get('y')[1], 2); eq(storage:get('z'), 'three')\n"
+    "local err = fails(function() storage:put('k', nil) end, 'storage:put: value is nil; use delete')\n"
+    "eq(err:match('^test:(%d+): '), '15', 'the position is the caller\\'s')\n"
+    "fails(function() storage:put('k') end, 'value is nil')\n"
+    "fails(function() storage:put(1, 'v') end, 'storage:put: the key must be a string, got number')\n"
+    "fails(function() storage:get(true) end, 'storage:get: the key must be a string or an array of strings, got boolean')\n"
+    "fails(function() storage:get({ 'a', 2 }) end, 'storage:get: keys must be strings, got a number at position 2')\n"
+    "fails(function() storage:delete(nil) end, 'storage:delete: the key must be a string, got nil')\n"
+    "fails(function() storage:put('fn', print) end, 'storage:put: cannot clone a function')\n"
+    "fails(function() storage:put({ [1] = 'v' }) end, 'storage:put: the keys of an entries table must be strings')\n"
+    "fails(function() storage:put({ a = 1, b = print, c = 3 }) end, \"storage:put: key 'b': cannot clone a function\")\n"
+    "eq(storage:get('a'), nil, 'a failed put writes nothing'); eq(storage:get('c'), nil)\n"
+    "storage:deleteAll()\n"
+    "eq(#storage:list(), 0)\n");
+  lua_close_fixture(&f);
+}
+
+static void test_lua_kv_list_options(void) {
+  fixture f;
+  lua_open_fixture(&f);
+  LUA_RUN(&f,
+    "for _, k in ipairs({ 'a', 'b1', 'b2', 'b3', 'c', 'b\\xff', 'b\\xff\\xff', 'ba' }) do storage:put(k, k:upper()) end\n"
+    "local function keys(opts)\n"
+    "  local out = {}\n"
+    "  for i, pair in ipairs(storage:list(opts)) do out[i] = pair.key end\n"
+    "  return table.concat(out, ',')\n"
+    "end\n"
+    "eq(storage:list()[1].key, 'a'); eq(storage:list()[1].value, 'A')\n"
+    "eq(keys(), 'a,b1,b2,b3,ba,b\\xff,b\\xff\\xff,c')\n"
+    "eq(keys({ prefix = 'b' }), 'b1,b2,b3,ba,b\\xff,b\\xff\\xff')\n"
+    "eq(keys({ prefix = 'b\\xff' }), 'b\\xff,b\\xff\\xff')\n"
+    "eq(keys({ prefix = 'zz' }), '')\n"
+    "eq(keys({ start = 'b2' }), 'b2,b3,ba,b\\xff,b\\xff\\xff,c')\n"
+    "eq(keys({ startAfter = 'b2' }), 'b3,ba,b\\xff,b\\xff\\xff,c')\n"
+    "eq(keys({ ['end'] = 'b2' }), 'a,b1')\n"
+    "eq(keys({ start = 'b1', ['end'] = 'b3' }), 'b1,b2')\n"
+    "eq(keys({ prefix = 'b', start = 'b2', ['end'] = 'bz' }), 'b2,b3,ba')\n"
+    "eq(keys({ limit = 2 }), 'a,b1')\n"
+    "eq(keys({ limit = 2.0 }), 'a,b1')\n"
+    "eq(keys({ reverse = true }), 'c,b\\xff\\xff,b\\xff,ba,b3,b2,b1,a')\n"
+    "eq(keys({ reverse = true, limit = 2, prefix = 'b' }), 'b\\xff\\xff,b\\xff')\n"
+    "eq(keys({ start = 'c', ['end'] = 'a' }), '')\n"
+    "fails(function() storage:list({ prefix = 1 }) end, 'storage:list: option prefix must be a string, got number')\n"
+    "fails(function() storage:list({ ['end'] = true }) end, 'storage:list: option end must be a string, got boolean')\n"
+    "fails(function() storage:list({ limit = 0 }) end, 'storage:list: option limit must be a positive integer, got 0')\n"
+    "fails(function() storage:list({ limit = 1.5 }) end, 'option limit must be a positive integer')\n"
+    "fails(function() storage:list({ limit = 'x' }) end, 'option limit must be a positive integer, got string')\n"
+    "fails(function() storage:list({ reverse = 1 }) end, 'storage:list: option reverse must be a boolean, got number')\n"
+    "fails(function() storage:list({ start = 'a', startAfter = 'b' }) end, 'start and startAfter cannot both be given')\n"
+    "fails(function() storage:list('a') end, 'storage:list: options must be a table, got string')\n");
+  lua_close_fixture(&f);
+}
+
+static void test_lua_alarm(void) {
+  fixture f;
+  lua_open_fixture(&f);
+  LUA_RUN(&f, "eq(storage:getAlarm(), nil)");
+  ASSERT(eu_store_in_turn(f.s));  /* every storage call begins the turn */
+  ASSERT(!eu_store_alarm_dirty(f.s));
+  LUA_RUN(&f,
+    "storage:setAlarm(1500.7)\n"
+    "eq(storage:getAlarm(), 1500); eq(math.type(storage:getAlarm()), 'integer')\n"
+    "storage:setAlarm(1700000000000)\n"
+    "eq(storage:getAlarm(), 1700000000000)\n");
+  ASSERT(eu_store_alarm_dirty(f.s));
+  eu_store_clear_alarm_dirty(f.s);
+  LUA_RUN(&f,
+    "fails(function() storage:setAlarm(0/0) end, 'storage:setAlarm: the time must be a finite number')\n"
+    "fails(function() storage:setAlarm(math.huge) end, 'must be a finite number')\n"
+    "fails(function() storage:setAlarm('1000') end, 'storage:setAlarm: the time must be a number of ms since the epoch, got string')\n"
+    "fails(function() storage:setAlarm() end, 'got nil')\n"
+    "eq(storage:getAlarm(), 1700000000000)\n");
+  ASSERT(!eu_store_alarm_dirty(f.s));
+  LUA_RUN(&f, "storage:deleteAlarm(); eq(storage:getAlarm(), nil)");
+  ASSERT(eu_store_alarm_dirty(f.s));
+  lua_close_fixture(&f);
+}
+
+static void test_lua_after_restore(void) {
+  fixture f;
+  unsigned char *img;
+  size_t len;
+  lua_open_fixture(&f);
+  LUA_RUN(&f, "sql:exec('CREATE TABLE t(x); INSERT INTO t VALUES (1)'); storage:put('k', { 1 })");
+  ASSERT_OK(eu_store_commit(f.s));
+  ASSERT_OK(eu_store_snapshot(f.s, &img, &len));
+  LUA_RUN(&f, "sql:exec('INSERT INTO t VALUES (2)'); storage:put('k', { 2 }); storage:setAlarm(5)");
+  ASSERT_OK(eu_store_commit(f.s));
+  ASSERT_OK(eu_store_restore(f.s, img, len));
+  free(img);
+  LUA_RUN(&f,
+    "eq(sql:exec('SELECT count(*) n FROM t'):one().n, 1)\n"
+    "eq(storage:get('k')[1], 1); eq(storage:getAlarm(), nil)\n");
+  lua_close_fixture(&f);
+}
+
+/* Many queries, more than the cache holds, still give the right rows. */
+static void test_lua_cache_eviction(void) {
+  fixture f;
+  lua_open_fixture(&f);
+  LUA_RUN(&f,
+    "sql:exec('CREATE TABLE t(x)')\n"
+    "for round = 1, 3 do\n"
+    "  for i = 1, 150 do\n"
+    "    eq(sql:exec('SELECT ? + ' .. i .. ' AS v', round):one().v, round + i)\n"
+    "  end\n"
+    "end\n");
+  lua_close_fixture(&f);
+}
+
+/* A finalizer that runs while rows are read may not touch storage: it could
+ * reset or evict the statement being read. Finalizers run often here (the
+ * collector is made eager), some in the middle of a result. */
+static void test_lua_finalizers_cannot_disturb_a_read(void) {
+  fixture f;
+  lua_open_fixture(&f);
+  LUA_RUN(&f,
+    "sql:exec('CREATE TABLE t(x, pad)')\n"
+    "for i = 1, 200 do sql:exec('INSERT INTO t VALUES (?, ?)', i, string.rep('p', 50)) end\n"
+    "for i = 1, 5 do storage:put('k' .. i, { i, string.rep('q', 50) }) end\n"
+    "refused, served = 0, 0\n"
+    "local fin = { __gc = function(o)\n"
+    "  local ok, err = pcall(sql.exec, sql, 'SELECT ' .. o.i .. ' AS v')\n"
+    "  if ok then served = served + 1\n"
+    "  elseif tostring(err):find('storage cannot be used from a __gc finalizer', 1, true) then refused = refused + 1\n"
+    "  else error(err) end\n"
+    "end }\n"
+    "collectgarbage('incremental', 0, 100)\n"
+    "for round = 1, 60 do\n"
+    "  for i = 1, 20 do setmetatable({ i = round * 100 + i }, fin) end\n"
+    "  local rows = sql:exec('SELECT x, pad FROM t ORDER BY x'):toArray()\n"
+    "  eq(#rows, 200); eq(rows[200].x, 200)\n"
+    "  for i = 1, 20 do setmetatable({ i = round * 1000 + i }, fin) end\n"
+    "  local pairs_ = storage:list({ prefix = 'k' })\n"
+    "  eq(#pairs_, 5); eq(pairs_[5].value[1], 5)\n"
+    "end\n"
+    "collectgarbage()\n"
+    "assert(refused > 0, 'no finalizer ran during a read')\n"
+    "assert(served > 0, 'no finalizer ran between reads')\n");
+  lua_close_fixture(&f);
+}
+
+/* Fault injection, after SQLite's malloc tests: fail the nth allocation of
+ * Lua, for n = 1, 2, ... until the body runs through. Whatever n, the error
+ * is a memory error, the store stays usable, and a multi-key put is all or
+ * nothing. */
+static void test_lua_memory_errors_leave_storage_usable(void) {
+  static const char body[] =
+    "local rows = sql:exec('SELECT x, pad FROM t ORDER BY x'):toArray()\n"
+    "assert(#rows == 30)\n"
+    "assert(#storage:list() == 3)\n"
+    "storage:put({ a1 = { 1, 'x' }, a2 = { 2, 'y' }, a3 = { 3, 'z' }, a4 = 4 })\n"
+    "assert(storage:transactionSync(function() return sql:exec('SELECT 7 AS s'):one().s end) == 7)\n";
+  static const char check[] =
+    "eq(sql:exec('SELECT count(*) AS n FROM t'):one().n, 30)\n"
+    "local got = storage:get({ 'a1', 'a2', 'a3', 'a4' })\n"
+    "local n = 0\n"
+    "for _ in pairs(got) do n = n + 1 end\n"
+    "assert(n == 0 or n == 4, 'a put of many keys was cut in half: ' .. n)\n";
+  fixture f;
+  int n, done = 0, failures = 0;
+  lua_open_fixture(&f);
+  LUA_RUN(&f,
+    "sql:exec('CREATE TABLE t(x, pad)')\n"
+    "for i = 1, 30 do sql:exec('INSERT INTO t VALUES (?, ?)', i, string.rep('p', 40)) end\n"
+    "for i = 1, 3 do storage:put('k' .. i, { i }) end\n");
+  ASSERT_OK(eu_store_commit(f.s));
+  for (n = 1; !done && n < 100000; n++) {
+    int status;
+    ASSERT_EQ(luaL_loadbuffer(f.L, body, sizeof body - 1, "=body"), LUA_OK);
+    f.alloc.count = 0;
+    f.alloc.fail_at = n;
+    status = lua_pcall(f.L, 0, 0, 0);
+    f.alloc.fail_at = 0;
+    if (status == LUA_OK) {
+      done = 1;
+    } else {
+      const char *msg = lua_tostring(f.L, -1);
+      if (!(status == LUA_ERRMEM || (msg && strstr(msg, "not enough memory")))) {
+        fprintf(stderr, "allocation %d: unexpected error (%d): %s\n", n, status, msg ? msg : "?");
+        abort();
+      }
+      failures++;
+    }
+    lua_settop(f.L, 0);
+    LUA_RUN(&f, check);
+    ASSERT_OK(eu_store_rollback(f.s));
+  }
+  ASSERT(done);
+  ASSERT(failures > 10);
+  lua_close_fixture(&f);
+}
+
+typedef struct test {
+  const char *name;
+  void (*fn)(void);
+} test;
+
+#define T(name) { #name, name }
+static const test tests[] = {
+  T(test_open_creates_host_tables),
+  T(test_open_reports_a_bad_path),
+  T(test_turn_commits_and_rolls_back),
+  T(test_failed_commit_rolls_back),
+  T(test_authorizer_refuses_transactions_and_attach),
+  T(test_authorizer_reserves_host_tables),
+  T(test_internal_sql_bypasses_the_authorizer),
+  T(test_syntax_error_carries_sqlite_text),
+  T(test_multi_statement_prepares_the_last),
+  T(test_statement_cache_reuses_and_evicts),
+  T(test_cached_statement_survives_schema_change),
+  T(test_savepoints_nest),
+  T(test_alarm_row_and_dirty_flag),
+  T(test_kv_in_c),
+  T(test_snapshot_and_restore_round_trip),
+  T(test_lua_exec_runs_every_statement_and_binds_the_last),
+  T(test_lua_exec_binds_each_type),
+  T(test_lua_exec_refuses_bad_bindings),
+  T(test_lua_cursor_api),
+  T(test_lua_one_refuses_zero_or_many_rows),
+  T(test_lua_sql_errors_carry_sqlite_text_and_the_user_position),
+  T(test_lua_refuses_transactions_and_host_tables),
+  T(test_lua_writes_follow_the_turn),
+  T(test_lua_transaction_sync),
+  T(test_lua_kv_get_put_delete),
+  T(test_lua_kv_list_options),
+  T(test_lua_alarm),
+  T(test_lua_after_restore),
+  T(test_lua_cache_eviction),
+  T(test_lua_finalizers_cannot_disturb_a_read),
+  T(test_lua_memory_errors_leave_storage_usable),
+};
+
+int main(int argc, char **argv) {
+  size_t i, n = sizeof tests / sizeof tests[0], ran = 0;
+  setvbuf(stdout, NULL, _IONBF, 0);
+  printf("1..%zu\n", n);
+  for (i = 0; i < n; i++) {
+    if (argc > 1 && !strstr(tests[i].name, argv[1])) continue;
+    tests[i].fn();
+    printf("ok %zu - %s\n", i + 1, tests[i].name);
+    ran++;
+  }
+  return ran ? 0 : 1;
+}
