@@ -135,12 +135,16 @@ void eu_world_log(eu_world *w, const char *fmt, ...) {
   eu_buf_putc(&w->trace, '\n');
 }
 
-/* A short rendering of encoded values for the trace. */
-static const char *fmtvals(eu_buf *tmp, const char *p, size_t n, int skip) {
+/* A short rendering of encoded values for the trace. An answer starts with
+ * its ok flag, which the trace line says in words already: skip_ok drops it. */
+static const char *fmtvals(eu_buf *tmp, const char *p, size_t n, int skip_ok) {
   eu_buf_reset(tmp);
   if (eu_clone_format(p, n, tmp, EU_FORMAT_MAX) != EU_OK) eu_buf_puts(tmp, "?");
   if (!tmp->p) eu_buf_puts(tmp, "");
-  (void)skip;
+  if (skip_ok) {
+    if (strcmp(tmp->p, "true") == 0) return "nothing";
+    if (strncmp(tmp->p, "true, ", 6) == 0) return tmp->p + 6;
+  }
   return tmp->p;
 }
 
@@ -558,7 +562,7 @@ static void finish(eu_world *w, eu_task *t, int ok, char *data, size_t len) {
     if (!ok) alarm_failed(w, t);
     reconcile_alarm(w, o);
   }
-  answer(w, t, data, len);
+  if (data) answer(w, t, data, len);  /* NULL: answered already (answer_error) */
   free_task(w, t);
 }
 
@@ -644,6 +648,11 @@ static void run_turn(eu_world *w, eu_task *t, int nargs) {
     lua_rotate(co, -(nres + 1), 1);
     eu_buf_init(&b);
     rc = eu_clone_encode(co, -(nres + 1), nres + 1, &b, err, sizeof err);
+    if (rc != EU_OK) {
+      /* again without the ok flag, so the message counts results from 1 */
+      eu_buf_reset(&b);
+      eu_clone_encode(co, -nres, nres, &b, err, sizeof err);
+    }
     lua_settop(co, 0);
     if (end_turn(w, o, 1, err, sizeof err) != EU_OK) {
       eu_buf_free(&b);
@@ -695,11 +704,19 @@ static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
       return;
     }
     if (construct(w, o, err, sizeof err) != EU_OK) {
+      end_turn(w, o, 0, NULL, 0);
       trace(w, "%s  constructing %s failed: %s", t->label, o->tag, err);
       answer_error(w, t, "Error", err, 1, 0);
       finish(w, t, 0, NULL, 0);
       return;
     }
+  }
+  /* What init wrote is its own unit, committed before the first invocation runs. */
+  if (end_turn(w, o, 1, err, sizeof err) != EU_OK) {
+    trace(w, "%s  %s", t->label, err);
+    answer_error(w, t, "Error", err, 0, 1);
+    finish(w, t, 0, NULL, 0);
+    return;
   }
   L = eu_isolate_L(o->iso);
   t->co = lua_newthread(L);
@@ -876,8 +893,8 @@ static int new_slot(eu_world *w) {
   return i + 1;
 }
 
-int eu_world_submit(eu_world *w, int kind, eu_object *target, char *payload, size_t len,
-                    const char *label) {
+int eu_world_submit(eu_world *w, int kind, eu_object *target, const char *method, char *payload,
+                    size_t len, const char *label) {
   eu_task *t;
   int slot;
   eu_buf tmp;
@@ -888,7 +905,7 @@ int eu_world_submit(eu_world *w, int kind, eu_object *target, char *payload, siz
     return 0;
   }
   t = new_task(w, kind == EU_CALL_FETCH ? EU_TASK_FETCH : EU_TASK_RPC, target,
-               kind == EU_CALL_FETCH ? "fetch" : "", label);
+               kind == EU_CALL_FETCH ? "fetch" : method, label);
   if (!t) {
     w->slots[slot - 1].used = 0;
     free(payload);

@@ -82,8 +82,8 @@ int eu_object_has_isolate(eu_object *o);
  * wire request. A slot's answer is encoded values too: true and the results,
  * or false and a wire error. */
 enum { EU_CALL_FETCH = 1, EU_CALL_RPC = 2 };
-int eu_world_submit(eu_world *w, int kind, eu_object *target, char *payload, size_t len,
-                    const char *label);
+int eu_world_submit(eu_world *w, int kind, eu_object *target, const char *method, char *payload,
+                    size_t len, const char *label);
 /* Starts the object's alarm now if one is set; returns the slot, or 0 if none is set. */
 int eu_world_run_alarm(eu_world *w, eu_object *o);
 int eu_world_slot_done(eu_world *w, int slot);

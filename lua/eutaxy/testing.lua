@@ -18,14 +18,11 @@ local testing = {}
 
 local pack, unpack = table.pack, table.unpack
 
+-- The folder this module was loaded from; isolates load eutaxy from there
+-- too. A relative path stays relative: the process's directory is theirs.
 local function libdir()
   local source = debug.getinfo(1, "S").source
-  local dir = source:match("^@(.*)/eutaxy/testing%.lua$") or "."
-  if dir:sub(1, 1) ~= "/" then
-    local pwd = os.getenv("PWD") or "."
-    dir = pwd .. "/" .. dir:gsub("^%./", "")
-  end
-  return dir
+  return source:match("^@(.*)/eutaxy/testing%.lua$") or "."
 end
 
 local function sorted_keys(t)
@@ -156,11 +153,19 @@ function testing.world(opts)
     end
   else
     cfg = config.inline({ main = opts.main, bindings = opts.bindings }, opts.dir or ".")
+    -- modules beside the worker are found, as they are beside a wrangler.jsonc
+    cfg.dir = cfg.main:match("^(.*)/[^/]*$") or cfg.dir
   end
-  local w = core.world {
+  local ok, w = pcall(core.world, {
     entry = cfg.main, projectdir = cfg.dir, libdir = libdir(), bindings = cfg.bindings,
     seed = opts.seed or 0, start = opts.start, echo = opts.echo,
-  }
+  })
+  if not ok then
+    local msg = tostring(w)
+    -- a binding names the config that made it
+    if cfg.path and msg:find("^binding ") then msg = cfg.path .. ": " .. msg end
+    error(msg, 2)
+  end
   local world = setmetatable({ _w = w }, World)
   world.env = host_env(world, cfg.bindings)
   if opts.sql then seed_sql(w, opts.sql) end
