@@ -281,7 +281,7 @@ static int w_call(lua_State *L) {
   }
   payload = eu_buf_take(&b, &len);
   snprintf(label, sizeof label, "call-%d", ++lw->calls);
-  return finish_slot(L, lw->w, eu_world_submit(lw->w, EU_CALL_RPC, o, method, payload, len, label));
+  return finish_slot(L, lw->w, eu_world_submit(lw->w, EU_CALL_RPC, o, method, payload, len, label, 1));
 }
 
 /* w:fetch(wire_request [, ns, hex, name]) -> ok, wire_response | error.
@@ -301,7 +301,7 @@ static int w_fetch(lua_State *L) {
   }
   payload = eu_buf_take(&b, &len);
   snprintf(label, sizeof label, "req-%d", ++lw->fetches);
-  return finish_slot(L, lw->w, eu_world_submit(lw->w, EU_CALL_FETCH, target, "fetch", payload, len, label));
+  return finish_slot(L, lw->w, eu_world_submit(lw->w, EU_CALL_FETCH, target, "fetch", payload, len, label, 1));
 }
 
 static int w_advance(lua_State *L) {

@@ -27,13 +27,14 @@
 
 #include "clone.h"
 #include "eutaxy.h"
+#include "fault.h"
 #include "isolate.h"
 #include "prng.h"
 #include "sched.h"
 #include "store.h"
 #include "world.h"
 
-enum { EU_EV_START = 1, EU_EV_RESUME, EU_EV_ALARM };
+enum { EU_EV_START = 1, EU_EV_RESUME, EU_EV_ALARM, EU_EV_CRASH };
 enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM };
 enum { EU_WAIT_NONE = 0, EU_WAIT_CALL, EU_WAIT_SLEEP };
 
@@ -52,6 +53,8 @@ struct eu_object {
   int wire_error_ref; /* runtime.wire_error in iso */
   int64_t alarm_gen;  /* bumped whenever the alarm is rescheduled */
   int alarm_running;
+  int alarm_firings;  /* this run: for alarm_caps and fault labels */
+  int alarm_redeliveries;
   eu_world *w;
 };
 
@@ -65,11 +68,23 @@ struct eu_task {
   int origin_slot;      /* the slot waiting for our answer, or 0 */
   int waiting;
   int alarm_retry;
-  int calls;            /* outgoing calls so far: effect numbers */
+  int root;             /* the drive event or alarm firing it serves */
+  int effect;           /* which outgoing call of its root created it, or -1 */
+  int lose_answer;      /* fault: the answer never reaches the caller */
+  int crash_caller;     /* fault: the caller crashes right after the answer */
+  int alarm_lost;       /* fault: the alarm's completion is lost */
   char method[64];
   char label[EU_LABEL];
   eu_task *next;        /* in the live list */
 };
+
+/* What a fault label names: a drive event and its delivery, or an alarm
+ * firing. Every outgoing call under it is an effect, numbered from 0. */
+typedef struct eu_root {
+  char event[64];
+  int delivery;
+  int effects;
+} eu_root;
 
 typedef struct eu_slot {
   int used, done;
@@ -95,6 +110,13 @@ struct eu_world {
   int nslots;
   lua_State *scratch; /* builds host-made values (errors, alarm info) for encoding */
   eu_buf trace;
+  eu_root *roots;
+  int nroots, caproots;
+  int faults_used;
+  unsigned fault_kinds_used;
+  eu_buf fault_log;
+  int capped, stopped;
+  char *uncaught;
 };
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -115,9 +137,12 @@ static void trace(eu_world *w, const char *fmt, ...)
 #endif
   ;
 
+#define TRACING(w) (!(w)->o.no_trace)
+
 static void trace(eu_world *w, const char *fmt, ...) {
   va_list ap;
   int64_t t = w->sched.now;
+  if (!TRACING(w)) return;
   eu_buf_printf(&w->trace, "%6" PRId64 ".%03ds  ", t / 1000, (int)(t % 1000));
   va_start(ap, fmt);
   eu_buf_vprintf(&w->trace, fmt, ap);
@@ -128,6 +153,7 @@ static void trace(eu_world *w, const char *fmt, ...) {
 void eu_world_log(eu_world *w, const char *fmt, ...) {
   va_list ap;
   int64_t t = w->sched.now;
+  if (!TRACING(w)) return;
   eu_buf_printf(&w->trace, "%6" PRId64 ".%03ds  ", t / 1000, (int)(t % 1000));
   va_start(ap, fmt);
   eu_buf_vprintf(&w->trace, fmt, ap);
@@ -146,6 +172,39 @@ static const char *fmtvals(eu_buf *tmp, const char *p, size_t n, int skip_ok) {
     if (strncmp(tmp->p, "true, ", 6) == 0) return tmp->p + 6;
   }
   return tmp->p;
+}
+
+/* A request or a response as a trace shows it: "POST /projects/p-1/lease",
+ * "200 {"slot":"r-1"}". Falls back to the plain rendering. */
+static const char *fmtfetch(eu_world *w, eu_buf *tmp, const char *p, size_t n, int answer) {
+  lua_State *S = w->scratch;
+  int count = 0;
+  const char *s;
+  size_t len;
+  lua_settop(S, 0);
+  if (eu_clone_decode(S, p, n, &count, NULL, 0) != EU_OK || count < 1) goto plain;
+  if (answer) {
+    if (count < 2 || !lua_toboolean(S, 1) || !lua_istable(S, 2)) goto plain;
+    lua_remove(S, 1);
+  }
+  if (!lua_istable(S, 1)) goto plain;
+  eu_buf_reset(tmp);
+  lua_getfield(S, 1, answer ? "status" : "method");
+  lua_getfield(S, 1, answer ? "body" : "url");
+  if (answer) {
+    eu_buf_printf(tmp, "%d", (int)lua_tointeger(S, -2));
+    s = lua_tolstring(S, -1, &len);
+    if (s && len) eu_buf_printf(tmp, " %.*s%s", (int)(len > 120 ? 120 : len), s, len > 120 ? "..." : "");
+  } else {
+    s = lua_tostring(S, -1);
+    if (s && strncmp(s, "http://localhost/", 17) == 0) s += 16;
+    eu_buf_printf(tmp, "fetch %s %s", lua_tostring(S, -2) ? lua_tostring(S, -2) : "?", s ? s : "?");
+  }
+  lua_settop(S, 0);
+  return tmp->p ? tmp->p : "";
+plain:
+  lua_settop(S, 0);
+  return fmtvals(tmp, p, n, answer);
 }
 
 static int64_t now_abs(void *ud) {
@@ -189,6 +248,85 @@ int eu_world_choose(eu_world *w, int kind, int n, const char *label) {
   }
   if (kind == EU_CHOICE_FAULT) return 0;  /* no faults unless a chooser asks for them */
   return (int)eu_prng_below(&w->prng, (uint64_t)n);
+}
+
+/* ---- faults ----------------------------------------------------------- */
+
+const char *eu_fault_name(int kind) {
+  static const char *const names[EU_FAULT_NKINDS] = {
+    "none", "rpc-fail", "ambiguous", "caller-crash", "alarm-fail", "alarm-lost", "reset", "resend"
+  };
+  return kind >= 0 && kind < EU_FAULT_NKINDS ? names[kind] : NULL;
+}
+
+int eu_fault_parse(const char *name) {
+  int k;
+  for (k = 1; k < EU_FAULT_NKINDS; k++)
+    if (strcmp(eu_fault_name(k), name) == 0) return k;
+  return 0;
+}
+
+/* A fault point: the choice between no fault and each kind in kinds that the
+ * run may still inject. label says where ("req-1#1 effect #0 (DO:POOL acquire)"). */
+int eu_world_fault(eu_world *w, unsigned kinds, const char *label) {
+  int options[EU_FAULT_NKINDS], n = 1, k, i;
+  options[0] = EU_FAULT_NONE;
+  if (w->faults_used >= w->o.max_faults) return EU_FAULT_NONE;
+  kinds &= w->o.faults;
+  for (k = 1; k < EU_FAULT_NKINDS; k++)
+    if (kinds & EU_FAULT_BIT(k)) options[n++] = k;
+  if (n == 1) return EU_FAULT_NONE;
+  i = eu_world_choose(w, EU_CHOICE_FAULT, n, label);
+  if (i <= 0 || i >= n) return EU_FAULT_NONE;
+  k = options[i];
+  w->faults_used++;
+  w->fault_kinds_used |= EU_FAULT_BIT(k);
+  eu_buf_printf(&w->fault_log, "%s at %s\n", eu_fault_name(k), label);
+  trace(w, "fault  %s at %s", eu_fault_name(k), label);
+  return k;
+}
+
+int eu_world_faults_used(eu_world *w) { return w->faults_used; }
+const eu_buf *eu_world_fault_log(eu_world *w) { return &w->fault_log; }
+unsigned eu_world_fault_kinds_used(eu_world *w) { return w->fault_kinds_used; }
+int eu_world_capped(eu_world *w) { return w->capped; }
+void eu_world_stop(eu_world *w) { w->stopped = 1; }
+int eu_world_stopped(eu_world *w) { return w->stopped; }
+int eu_world_idle(eu_world *w) { return eu_sched_count(&w->sched) == 0; }
+lua_State *eu_world_scratch(eu_world *w) { return w->scratch; }
+const char *eu_world_uncaught(eu_world *w) { return w->uncaught; }
+
+static void note_uncaught(eu_world *w, const char *who, const char *name, const char *message) {
+  size_t n;
+  if (w->uncaught) return;
+  n = strlen(who) + strlen(name) + strlen(message) + 16;
+  if ((w->uncaught = malloc(n)) != NULL) snprintf(w->uncaught, n, "%s raised %s: %s", who, name, message);
+}
+
+static int new_root(eu_world *w, const char *event, int delivery) {
+  if (w->nroots == w->caproots) {
+    int cap = w->caproots ? w->caproots * 2 : 16;
+    eu_root *r = realloc(w->roots, (size_t)cap * sizeof *r);
+    if (!r) return -1;
+    w->roots = r;
+    w->caproots = cap;
+  }
+  snprintf(w->roots[w->nroots].event, sizeof w->roots[w->nroots].event, "%s", event);
+  w->roots[w->nroots].delivery = delivery;
+  w->roots[w->nroots].effects = 0;
+  return w->nroots++;
+}
+
+/* "req-1#1 effect #0 (DO:POOL acquire)" */
+static void fault_label(eu_world *w, char *out, size_t n, int root, int effect, int ns,
+                        const char *method) {
+  const eu_root *r = root >= 0 && root < w->nroots ? &w->roots[root] : NULL;
+  const char *who = ns >= 0 ? w->bindings[ns].name : "worker";
+  if (effect >= 0)
+    snprintf(out, n, "%s#%d effect #%d (DO:%s %s)", r ? r->event : "?", r ? r->delivery : 0,
+             effect, who, method);
+  else  /* a drive event delivered to an object directly */
+    snprintf(out, n, "%s#%d (DO:%s %s)", r ? r->event : "?", r ? r->delivery : 0, who, method);
 }
 
 /* ---- ids -------------------------------------------------------------- */
@@ -287,6 +425,13 @@ eu_object *eu_world_object(eu_world *w, int ns, const char *hex, const char *nam
   o = add_object(w, ns, hex, name);
   if (!o) eu_err(err, errlen, EU_ENOMEM, "out of memory");
   return o;
+}
+
+eu_object *eu_world_object_by_name(eu_world *w, const char *binding, const char *name) {
+  int ns = eu_world_binding(w, binding);
+  char hex[65];
+  if (ns < 0 || eu_world_id_from_name(w, ns, name, hex) != EU_OK) return NULL;
+  return eu_world_object(w, ns, hex, name, NULL, 0);
 }
 
 eu_store *eu_object_store(eu_world *w, eu_object *o, char *err, size_t errlen) {
@@ -434,6 +579,8 @@ static eu_task *new_task(eu_world *w, int kind, eu_object *obj, const char *meth
   t->kind = kind;
   t->obj = obj;
   t->coref = LUA_NOREF;
+  t->root = -1;
+  t->effect = -1;
   snprintf(t->method, sizeof t->method, "%s", method ? method : "");
   snprintf(t->label, sizeof t->label, "%s", label);
   t->next = w->tasks;
@@ -470,9 +617,28 @@ static int push_event(eu_world *w, int kind, int64_t at, int64_t a, int64_t b, c
   return rc;
 }
 
+static int error_payload(eu_world *w, const char *name, const char *message, int remote,
+                         int retryable, char **data, size_t *len);
+
+#define EU_LOST_MESSAGE "Network connection lost."
+
 /* Sends a finished task's answer to whoever waits for it. Takes data. */
 static void answer(eu_world *w, eu_task *t, char *data, size_t len) {
+  if (t->lose_answer) {
+    /* The work is done and committed; the caller sees what it would see if
+     * the call had never arrived. */
+    free(data);
+    data = NULL;
+    t->lose_answer = 0;
+    trace(w, "%s  its answer is lost", t->label);
+    if (error_payload(w, "Error", EU_LOST_MESSAGE, 0, 1, &data, &len) != EU_OK) return;
+  }
   if (t->origin_task) {
+    if (t->crash_caller) {
+      free(data);
+      push_event(w, EU_EV_CRASH, w->sched.now, t->origin_task, 0, NULL, 0);
+      return;
+    }
     push_event(w, EU_EV_RESUME, w->sched.now, t->origin_task, 0, data, len);
   } else if (t->origin_slot > 0 && t->origin_slot <= w->nslots &&
              w->slots[t->origin_slot - 1].used) {
@@ -535,9 +701,8 @@ static int end_turn(eu_world *w, eu_object *o, int ok, char *err, size_t errlen)
 }
 
 /* An alarm handler failed: put it back on the retry ladder, or drop it. */
-static void alarm_failed(eu_world *w, eu_task *t) {
-  eu_object *o = t->obj;
-  int retry = t->alarm_retry + 1;
+static void alarm_failed(eu_world *w, eu_object *o, int failed_retry) {
+  int retry = failed_retry + 1;
   if (!o->store) return;
   if (eu_store_touch(o->store) != EU_OK) return;
   if (retry <= EU_ALARM_MAX_RETRIES) {
@@ -559,7 +724,13 @@ static void finish(eu_world *w, eu_task *t, int ok, char *data, size_t len) {
   eu_object *o = t->obj;
   if (t->kind == EU_TASK_ALARM) {
     o->alarm_running = 0;
-    if (!ok) alarm_failed(w, t);
+    if (ok && t->alarm_lost) {
+      /* Committed, but the platform never learnt it finished: it runs again. */
+      trace(w, "%s  its completion is lost: it will run again", t->label);
+      o->alarm_redeliveries++;
+      ok = 0;
+    }
+    if (!ok) alarm_failed(w, o, t->alarm_retry);
     reconcile_alarm(w, o);
   }
   if (data) answer(w, t, data, len);  /* NULL: answered already (answer_error) */
@@ -595,6 +766,10 @@ static void fail(eu_world *w, eu_task *t, lua_State *co) {
   lua_getfield(L, -2, "message");
   trace(w, "%s  raised %s: %.300s", t->label, lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error",
         lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+  if ((t->kind == EU_TASK_FETCH && t->origin_slot) || t->kind == EU_TASK_ALARM)
+    note_uncaught(w, t->kind == EU_TASK_ALARM ? t->label : "fetch",
+                  lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error",
+                  lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
   lua_settop(L, 0);
   if (rc != EU_OK) {
     eu_buf_free(&b);
@@ -673,10 +848,11 @@ static void run_turn(eu_world *w, eu_task *t, int nargs) {
     }
     data = eu_buf_take(&b, &len);
     eu_buf_init(&tmp);
-    if (t->kind != EU_TASK_ALARM)
-      trace(w, "%s  returned %s", t->label, fmtvals(&tmp, data, len, 1));
-    else
-      trace(w, "%s  done", t->label);
+    if (TRACING(w)) {
+      if (t->kind == EU_TASK_ALARM) trace(w, "%s  done", t->label);
+      else if (t->kind == EU_TASK_FETCH) trace(w, "%s  answered %s", t->label, fmtfetch(w, &tmp, data, len, 1));
+      else trace(w, "%s  returned %s", t->label, fmtvals(&tmp, data, len, 1));
+    }
     eu_buf_free(&tmp);
     finish(w, t, 1, data, len);
   }
@@ -691,11 +867,26 @@ static const char *kind_name(int kind) {
 }
 
 /* EU_EV_START: construct the object if needed, start the coroutine. */
+/* Whether an invocation is under way in the object (started, not finished). */
+static int busy(eu_world *w, eu_object *o) {
+  eu_task *t;
+  for (t = w->tasks; t; t = t->next)
+    if (t->obj == o && t->co) return 1;
+  return 0;
+}
+
 static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
   eu_object *o = t->obj;
   lua_State *L;
   int n = 0, rc;
   char err[EU_ERRLEN];
+  /* Between invocations an object may be reset: in-memory state lost. */
+  if (o->iso && o->ns >= 0 && (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET)) && !busy(w, o)) {
+    char label[EU_LABEL];
+    if (t->kind == EU_TASK_ALARM) snprintf(label, sizeof label, "%s", t->label);
+    else fault_label(w, label, sizeof label, t->root, t->effect, o->ns, t->method);
+    if (eu_world_fault(w, EU_FAULT_BIT(EU_FAULT_RESET), label) == EU_FAULT_RESET) eu_world_reset(w, o);
+  }
   if (!o->iso) {
     if (o->ns >= 0 && !eu_object_store(w, o, err, sizeof err)) {
       trace(w, "%s  %s", t->label, err);
@@ -761,7 +952,8 @@ static void resume_task(eu_world *w, eu_task *t, const char *data, size_t len) {
 }
 
 static void fire_alarm(eu_world *w, eu_object *o, int64_t gen) {
-  int has = 0, retry = 0;
+  int has = 0, retry = 0, fault, cap;
+  unsigned kinds;
   int64_t at = 0;
   eu_task *t;
   char label[EU_LABEL];
@@ -771,13 +963,34 @@ static void fire_alarm(eu_world *w, eu_object *o, int64_t gen) {
     reconcile_alarm(w, o);
     return;
   }
-  snprintf(label, sizeof label, "alarm %.100s", o->tag);
+  cap = w->o.alarm_caps && o->ns >= 0 ? w->o.alarm_caps[o->ns] : 0;
+  if (cap > 0 && o->alarm_firings >= cap) {
+    /* A bound of the run, not a behaviour of the object: the alarm stays set. */
+    w->capped = 1;
+    trace(w, "%s  alarm not fired: alarmsPerObject (%d) reached", o->tag, cap);
+    return;
+  }
+  o->alarm_firings++;
+  snprintf(label, sizeof label, "alarm %.100s#%d", o->tag, o->alarm_firings);
   t = new_task(w, EU_TASK_ALARM, o, "alarm", label);
   if (!t) return;
+  t->root = new_root(w, label, 1);
   t->alarm_retry = retry;
   o->alarm_running = 1;
   if (retry) trace(w, "%s  fires (retry %d)", label, retry);
   else trace(w, "%s  fires", label);
+  kinds = EU_FAULT_BIT(EU_FAULT_ALARM_FAIL);
+  if (o->alarm_redeliveries < w->o.max_redeliveries) kinds |= EU_FAULT_BIT(EU_FAULT_ALARM_LOST);
+  fault = eu_world_fault(w, kinds, label);
+  if (fault == EU_FAULT_ALARM_FAIL) {
+    /* It threw before its first commit: nothing it did is kept. */
+    o->alarm_running = 0;
+    alarm_failed(w, o, retry);
+    free_task(w, t);
+    reconcile_alarm(w, o);
+    return;
+  }
+  t->alarm_lost = fault == EU_FAULT_ALARM_LOST;
   start_task(w, t, NULL, 0);
 }
 
@@ -793,6 +1006,19 @@ static void dispatch(eu_world *w, eu_event *ev) {
     break;
   case EU_EV_ALARM:
     if (ev->a >= 0 && ev->a < w->nobjects) fire_alarm(w, w->objects[ev->a], ev->b);
+    break;
+  case EU_EV_CRASH:
+    /* The caller crashes right after the answer came: an object loses its
+     * isolate with everything in flight; a worker invocation just dies. */
+    if ((t = find_task(w, ev->a)) != NULL && t->co) {
+      trace(w, "%s  crashes right after the answer", t->label);
+      if (t->obj->ns >= 0) {
+        eu_world_reset(w, t->obj);
+      } else {
+        answer_error(w, t, "Error", "the worker crashed", 0, 1);
+        free_task(w, t);
+      }
+    }
     break;
   }
 }
@@ -841,12 +1067,37 @@ int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, char *pa
   eu_object *target;
   eu_task *callee;
   char label[EU_LABEL];
-  eu_buf tmp;
   int kind = strcmp(method, "fetch") == 0 ? EU_TASK_FETCH : EU_TASK_RPC;
+  int effect, fault;
   target = eu_world_object(w, ns, hex, name, NULL, 0);
   if (!target) {
     free(payload);
     return EU_EINVAL;
+  }
+  effect = t->root >= 0 ? w->roots[t->root].effects++ : 0;
+  t->waiting = EU_WAIT_CALL;
+  if (TRACING(w)) {
+    eu_buf tmp;
+    eu_buf_init(&tmp);
+    trace(w, "%s  calls %s %s", t->label, target->tag,
+          kind == EU_TASK_FETCH ? fmtfetch(w, &tmp, payload, len, 0) : fmtvals(&tmp, payload, len, 0));
+    eu_buf_free(&tmp);
+  }
+  fault = EU_FAULT_NONE;
+  if (w->o.faults) {
+    fault_label(w, label, sizeof label, t->root, effect, ns, method);
+    fault = eu_world_fault(w, EU_FAULT_BIT(EU_FAULT_RPC_FAIL) | EU_FAULT_BIT(EU_FAULT_AMBIGUOUS) |
+                                  EU_FAULT_BIT(EU_FAULT_CALLER_CRASH), label);
+  }
+  if (fault == EU_FAULT_RPC_FAIL) {
+    /* Lost on the way: the target never hears of it. */
+    char *data;
+    size_t dlen;
+    int rc;
+    free(payload);
+    rc = error_payload(w, "Error", EU_LOST_MESSAGE, 0, 1, &data, &dlen);
+    if (rc != EU_OK) return rc;
+    return push_event(w, EU_EV_RESUME, w->sched.now, t->id, 0, data, dlen);
   }
   snprintf(label, sizeof label, "%.40s>%.20s.%.30s", t->label, w->bindings[ns].name, method);
   callee = new_task(w, kind, target, method, label);
@@ -855,11 +1106,10 @@ int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, char *pa
     return EU_ENOMEM;
   }
   callee->origin_task = t->id;
-  t->calls++;
-  t->waiting = EU_WAIT_CALL;
-  eu_buf_init(&tmp);
-  trace(w, "%s  calls %s %s", t->label, target->tag, fmtvals(&tmp, payload, len, 0));
-  eu_buf_free(&tmp);
+  callee->root = t->root;
+  callee->effect = effect;
+  callee->lose_answer = fault == EU_FAULT_AMBIGUOUS;
+  callee->crash_caller = fault == EU_FAULT_CALLER_CRASH;
   /* The method name travels first in the payload for an RPC; fetch carries the request only. */
   return push_event(w, EU_EV_START, w->sched.now, callee->id, 0, payload, len);
 }
@@ -894,16 +1144,18 @@ static int new_slot(eu_world *w) {
 }
 
 int eu_world_submit(eu_world *w, int kind, eu_object *target, const char *method, char *payload,
-                    size_t len, const char *label) {
+                    size_t len, const char *event, int delivery) {
   eu_task *t;
   int slot;
-  eu_buf tmp;
+  char label[EU_LABEL];
   if (!target) target = w->worker;
   slot = new_slot(w);
   if (!slot) {
     free(payload);
     return 0;
   }
+  if (delivery > 1) snprintf(label, sizeof label, "%.60s#%d", event, delivery);
+  else snprintf(label, sizeof label, "%.60s", event);
   t = new_task(w, kind == EU_CALL_FETCH ? EU_TASK_FETCH : EU_TASK_RPC, target,
                kind == EU_CALL_FETCH ? "fetch" : method, label);
   if (!t) {
@@ -912,9 +1164,14 @@ int eu_world_submit(eu_world *w, int kind, eu_object *target, const char *method
     return 0;
   }
   t->origin_slot = slot;
-  eu_buf_init(&tmp);
-  trace(w, "%s  %s %s", label, target->tag, fmtvals(&tmp, payload, len, 0));
-  eu_buf_free(&tmp);
+  t->root = new_root(w, event, delivery);
+  if (TRACING(w)) {
+    eu_buf tmp;
+    eu_buf_init(&tmp);
+    trace(w, "%s  %s %s", label, target->tag,
+          kind == EU_CALL_FETCH ? fmtfetch(w, &tmp, payload, len, 0) : fmtvals(&tmp, payload, len, 0));
+    eu_buf_free(&tmp);
+  }
   if (push_event(w, EU_EV_START, w->sched.now, t->id, 0, payload, len) != EU_OK) {
     free_task(w, t);
     w->slots[slot - 1].used = 0;
@@ -939,6 +1196,7 @@ int eu_world_run_alarm(eu_world *w, eu_object *o) {
     return 0;
   }
   t->origin_slot = slot;
+  t->root = new_root(w, label, 1);
   t->alarm_retry = retry;
   o->alarm_running = 1;
   o->alarm_gen++;  /* the scheduled firing is this one */
@@ -1002,7 +1260,7 @@ int eu_world_reset(eu_world *w, eu_object *o) {
    * a retryable failure, as after an object is evicted. */
   for (t = w->tasks; t; t = next) {
     next = t->next;
-    if (t->obj != o) continue;
+    if (t->obj != o || !t->co) continue;  /* a call not yet delivered still arrives */
     answer_error(w, t, "Error", "the object was reset while the invocation was running", 0, 1);
     if (t->kind == EU_TASK_ALARM) o->alarm_running = 0;
     free_task(w, t);
@@ -1043,6 +1301,10 @@ void eu_world_free(eu_world *w) {
   free(w->entry);
   free(w->projectdir);
   eu_buf_free(&w->trace);
+  eu_buf_free(&w->fault_log);
+  free(w->roots);
+  free(w->uncaught);
+  free((int *)w->o.alarm_caps);
   free(w);
 }
 
@@ -1055,6 +1317,7 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
   w = calloc(1, sizeof *w);
   if (!w) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   w->o = *o;
+  w->o.alarm_caps = NULL;  /* copied below, once the world can free it */
   if (!w->o.start_ms) w->o.start_ms = EU_DEFAULT_START_MS;
   if (!w->o.cpu_limit) w->o.cpu_limit = EU_DEFAULT_CPU_LIMIT;
   w->libdir = dupstr(o->libdir);
@@ -1064,6 +1327,7 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
   w->scratch = luaL_newstate();
   eu_sched_init(&w->sched);
   eu_buf_init(&w->trace);
+  eu_buf_init(&w->fault_log);
   eu_prng_seed(&w->prng, o->seed);
   w->hooks.ud = w;
   w->hooks.now_ms = now_abs;
@@ -1083,6 +1347,17 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
     }
   }
   w->o.bindings = NULL;
+  if (o->alarm_caps && o->nbindings > 0) {
+    int *caps = malloc((size_t)o->nbindings * sizeof *caps);
+    if (!caps) {
+      eu_world_free(w);
+      return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    }
+    memcpy(caps, o->alarm_caps, (size_t)o->nbindings * sizeof *caps);
+    w->o.alarm_caps = caps;
+  } else {
+    w->o.alarm_caps = NULL;
+  }
   w->worker = add_object(w, -1, "0000000000000000000000000000000000000000000000000000000000000000",
                          NULL);
   if (!w->worker) {

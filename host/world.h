@@ -53,6 +53,14 @@ typedef struct eu_world_opts {
   eu_choose_fn choose;      /* NULL: random by seed */
   void *choose_ud;
   int echo_log;             /* also write print() output of isolates to stderr */
+  int no_trace;             /* keep no trace: exploration runs faster without one */
+  /* Faults (fault.h): which kinds may strike, how many per run, how often one
+   * event may be run again by a fault, and how many times each object's alarm
+   * may fire (per binding; 0 or NULL for no cap). */
+  unsigned faults;
+  int max_faults;
+  int max_redeliveries;
+  const int *alarm_caps;
 } eu_world_opts;
 
 #define EU_DEFAULT_START_MS INT64_C(1767225600000)  /* 2026-01-01T00:00:00Z */
@@ -82,8 +90,10 @@ int eu_object_has_isolate(eu_object *o);
  * wire request. A slot's answer is encoded values too: true and the results,
  * or false and a wire error. */
 enum { EU_CALL_FETCH = 1, EU_CALL_RPC = 2 };
+/* event names the drive event ("req-1"), delivery counts its deliveries from 1:
+ * fault labels say "ambiguous at req-1#1 effect #0 (DO:POOL acquire)". */
 int eu_world_submit(eu_world *w, int kind, eu_object *target, const char *method, char *payload,
-                    size_t len, const char *label);
+                    size_t len, const char *event, int delivery);
 /* Starts the object's alarm now if one is set; returns the slot, or 0 if none is set. */
 int eu_world_run_alarm(eu_world *w, eu_object *o);
 int eu_world_slot_done(eu_world *w, int slot);
@@ -96,6 +106,21 @@ int eu_world_run_until_done(eu_world *w, int slot, char *err, size_t errlen);
 int eu_world_advance(eu_world *w, int64_t ms, char *err, size_t errlen);
 /* Runs one batch of due events; returns 1 if it ran something, 0 if the queue is empty. */
 int eu_world_step(eu_world *w, char *err, size_t errlen);
+
+/* Faults and bounds of the run so far. */
+int eu_world_fault(eu_world *w, unsigned kinds, const char *label);  /* a fault point; 0 or the kind */
+int eu_world_faults_used(eu_world *w);
+const eu_buf *eu_world_fault_log(eu_world *w);  /* one "<kind> at <where>" line per fault */
+unsigned eu_world_fault_kinds_used(eu_world *w);
+int eu_world_capped(eu_world *w);               /* an alarm did not fire because of alarm_caps */
+void eu_world_stop(eu_world *w);                /* the chooser gave up on this run */
+int eu_world_stopped(eu_world *w);
+int eu_world_idle(eu_world *w);                 /* nothing is queued */
+lua_State *eu_world_scratch(eu_world *w);       /* a plain state for host-made values */
+eu_object *eu_world_object_by_name(eu_world *w, const char *binding, const char *name);
+/* An uncaught error out of a worker's fetch or an alarm handler, for the
+ * checker to report: the first one of the run, or NULL. */
+const char *eu_world_uncaught(eu_world *w);
 
 /* Opens eutaxy.core inside an isolate of this world (for eu_isolate_opts). */
 int eu_world_open_core(lua_State *L);

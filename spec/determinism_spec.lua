@@ -16,7 +16,7 @@ describe("determinism across processes", function()
     local b, ok_b = run(7)
     assert.is_true(ok_a, a)
     assert.is_true(ok_b, b)
-    assert.matches("alarm DO:POOL%(pool%)  fires", a)
+    assert.matches("alarm DO:POOL%(pool%)#1  fires", a)
     assert.are.equal(a, b)
   end)
 

@@ -1,0 +1,34 @@
+/*
+ * fault.h: the kinds of fault the checker injects, and their names.
+ *
+ * A fault strikes at a *fault point*, a place in the world where the real
+ * platform could fail: an RPC call, an alarm firing, the delivery of a call
+ * to an object, the answer of a drive request. Each fault point is a choice
+ * (eu_world_choose with EU_CHOICE_FAULT) between no fault and every kind the
+ * run may still inject there, so the explorer reaches every fault at every
+ * point without knowing what a fault is.
+ */
+#ifndef EUTAXY_FAULT_H
+#define EUTAXY_FAULT_H
+
+enum {
+  EU_FAULT_NONE = 0,
+  EU_FAULT_RPC_FAIL,      /* the call fails before it arrives: nothing ran */
+  EU_FAULT_AMBIGUOUS,     /* the call ran and committed; its answer is lost */
+  EU_FAULT_CALLER_CRASH,  /* the caller crashes right after the answer */
+  EU_FAULT_ALARM_FAIL,    /* an alarm throws before it commits: retried on the ladder */
+  EU_FAULT_ALARM_LOST,    /* an alarm ran and committed; its completion is lost: it runs again */
+  EU_FAULT_RESET,         /* the object is reset between invocations */
+  EU_FAULT_RESEND,        /* the client resends a drive request whose answer it lost */
+  EU_FAULT_NKINDS
+};
+
+#define EU_FAULT_BIT(k) (1u << (k))
+#define EU_FAULT_ALL (((1u << EU_FAULT_NKINDS) - 1) & ~1u)
+
+/* "ambiguous", ... ; NULL for a kind out of range. */
+const char *eu_fault_name(int kind);
+/* The kind of a name, or 0. */
+int eu_fault_parse(const char *name);
+
+#endif
