@@ -21,7 +21,8 @@ enum {
   EU_ECLONE = -3,   /* a value that cannot cross between isolates */
   EU_ESQL = -4,     /* SQLite refused; the message carries its text */
   EU_ELUA = -5,     /* user Lua code raised */
-  EU_ECORRUPT = -6  /* a serialized value or schedule that does not decode */
+  EU_ECORRUPT = -6, /* a serialized value or schedule that does not decode */
+  EU_ENONDET = -7   /* two runs of one schedule differed */
 };
 
 /* Size of the error buffers the host passes around. */

@@ -11,6 +11,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "buf.h"
 #include "eutaxy.h"
 #include "isolate.h"
 
@@ -76,6 +77,168 @@ static int l_print(lua_State *L) {
   return 0;
 }
 
+/* ---- compiled chunks ---------------------------------------------------
+ *
+ * Every isolate loads the same modules, and a checker builds thousands of
+ * isolates a second: parsing the sources each time would be most of the
+ * work. The first isolate that loads a file keeps its bytecode (debug
+ * information included, so errors still name file and line); the others
+ * load the bytecode. The cache lives as long as the process: a project's
+ * files do not change under a running check. */
+
+typedef struct chunk {
+  char *path;
+  char *code;
+  size_t len;
+  struct chunk *next;
+} chunk;
+
+#define CHUNK_BUCKETS 64
+static chunk *chunks[CHUNK_BUCKETS];
+
+static unsigned hash_path(const char *s) {
+  unsigned h = 2166136261u;
+  while (*s) h = (h ^ (unsigned char)*s++) * 16777619u;
+  return h % CHUNK_BUCKETS;
+}
+
+/* Where a module was found, by package.path and name: the search tries
+ * files that do not exist, which costs a system call each. */
+typedef struct found {
+  char *key;   /* package.path, NUL, name */
+  size_t klen;
+  char *path;
+  struct found *next;
+} found;
+
+static found *founds[CHUNK_BUCKETS];
+
+static unsigned hash_bytes(const char *s, size_t n) {
+  unsigned h = 2166136261u;
+  while (n--) h = (h ^ (unsigned char)*s++) * 16777619u;
+  return h % CHUNK_BUCKETS;
+}
+
+static const char *found_path(const char *key, size_t klen) {
+  found *f;
+  for (f = founds[hash_bytes(key, klen)]; f; f = f->next)
+    if (f->klen == klen && memcmp(f->key, key, klen) == 0) return f->path;
+  return NULL;
+}
+
+static void remember_path(const char *key, size_t klen, const char *path) {
+  found *f = calloc(1, sizeof *f);
+  unsigned h = hash_bytes(key, klen);
+  if (!f || !(f->key = malloc(klen)) || !(f->path = strdup(path))) {
+    if (f) free(f->key);
+    free(f);
+    return;
+  }
+  memcpy(f->key, key, klen);
+  f->klen = klen;
+  f->next = founds[h];
+  founds[h] = f;
+}
+
+static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud) {
+  eu_buf *b = ud;
+  (void)L;
+  return eu_buf_put(b, p, sz) == EU_OK ? 0 : 1;
+}
+
+/* Loads the Lua file at path (cached), pushing the chunk or an error message. */
+int eu_isolate_loadfile(lua_State *L, const char *path) {
+  chunk *c;
+  unsigned h = hash_path(path);
+  eu_buf b;
+  for (c = chunks[h]; c; c = c->next)
+    if (strcmp(c->path, path) == 0) return luaL_loadbufferx(L, c->code, c->len, path, "b");
+  if (luaL_loadfilex(L, path, "t") != LUA_OK) return LUA_ERRSYNTAX;
+  eu_buf_init(&b);
+  c = calloc(1, sizeof *c);
+  if (c && (c->path = strdup(path)) != NULL && lua_dump(L, dump_writer, &b, 0) == 0) {
+    c->code = eu_buf_take(&b, &c->len);
+    c->next = chunks[h];
+    chunks[h] = c;
+  } else {
+    if (c) free(c->path);
+    free(c);
+    eu_buf_free(&b);
+  }
+  return LUA_OK;
+}
+
+void eu_isolate_cache_clear(void) {
+  int i;
+  for (i = 0; i < CHUNK_BUCKETS; i++) {
+    while (founds[i]) {
+      found *f = founds[i];
+      founds[i] = f->next;
+      free(f->key);
+      free(f->path);
+      free(f);
+    }
+    while (chunks[i]) {
+      chunk *c = chunks[i];
+      chunks[i] = c->next;
+      free(c->path);
+      free(c->code);
+      free(c);
+    }
+  }
+}
+
+/* package.searchers[2], with the caches: finds name on package.path. */
+static int searcher(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1), *path, *key;
+  size_t klen;
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  lua_pushliteral(L, "\0");
+  lua_pushvalue(L, 1);
+  lua_concat(L, 3);
+  key = lua_tolstring(L, -1, &klen);
+  path = found_path(key, klen);
+  if (path) {
+    lua_pushstring(L, path);
+  } else {
+    lua_getfield(L, -2, "searchpath");
+    lua_pushstring(L, name);
+    lua_getfield(L, -4, "path");
+    lua_call(L, 2, 2);
+    if (lua_isnil(L, -2)) return 1;  /* the message of searchpath: where it looked */
+    lua_pop(L, 1);
+    remember_path(key, klen, lua_tostring(L, -1));
+  }
+  path = lua_tostring(L, -1);
+  if (eu_isolate_loadfile(L, path) != LUA_OK)
+    return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s", name, path, lua_tostring(L, -1));
+  lua_pushstring(L, path);
+  return 2;
+}
+
+/* loadfile(path [, mode [, env]]), cached for a path given as a string. */
+static int l_loadfile(lua_State *L) {
+  const char *path = luaL_optstring(L, 1, NULL);
+  int env = !lua_isnone(L, 3) ? 3 : 0;
+  if (!path || (!lua_isnoneornil(L, 2) && strcmp(lua_tostring(L, 2), "bt") != 0)) {
+    lua_pushvalue(L, lua_upvalueindex(1));  /* Lua's own loadfile */
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+  }
+  if (eu_isolate_loadfile(L, path) != LUA_OK) {
+    luaL_pushfail(L);
+    lua_insert(L, -2);
+    return 2;
+  }
+  if (env) {
+    lua_pushvalue(L, env);
+    if (!lua_setupvalue(L, -2, 1)) lua_pop(L, 1);
+  }
+  return 1;
+}
+
 static void set_path(lua_State *L, const char *field, const char *projectdir,
                      const char *libdir, const char *ext) {
   lua_getglobal(L, "package");
@@ -93,11 +256,23 @@ static void set_path(lua_State *L, const char *field, const char *projectdir,
 static int boot(lua_State *L) {
   const eu_isolate_opts *o = lua_touserdata(L, 1);
   luaL_openlibs(L);
+  /* Booting only allocates; collecting while it does is wasted work. The
+   * owner restarts the collector once the isolate's program is loaded. */
+  lua_gc(L, LUA_GCSTOP);
   eu_determ_open(L, o->hooks);
   lua_pushcfunction(L, l_print);
   lua_setglobal(L, "print");
   set_path(L, "path", o->projectdir ? o->projectdir : ".", o->libdir, "lua");
   set_path(L, "cpath", NULL, NULL, "c");
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "searchers");
+  lua_pushcfunction(L, searcher);
+  lua_rawseti(L, -2, 2);
+  lua_pop(L, 2);
+  /* loadfile goes through the cache too; other modes use the original */
+  lua_getglobal(L, "loadfile");
+  lua_pushcclosure(L, l_loadfile, 1);
+  lua_setglobal(L, "loadfile");
   if (o->open_core) {
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
     lua_pushcfunction(L, o->open_core);

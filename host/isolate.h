@@ -35,6 +35,10 @@ void *eu_isolate_ud(lua_State *L);          /* the owner's data, from any thread
 eu_isolate *eu_isolate_of(lua_State *L);
 size_t eu_isolate_mem(eu_isolate *iso);
 
+/* Loads a Lua file through the process's cache of compiled chunks. */
+int eu_isolate_loadfile(lua_State *L, const char *path);
+void eu_isolate_cache_clear(void);
+
 /* CPU limit: a count hook on co raises "CPU limit exceeded" once the
  * isolate has run more than limit VM instructions since eu_isolate_arm.
  * One thread of an isolate runs at a time, so the budget is the isolate's. */

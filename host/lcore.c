@@ -163,6 +163,7 @@ int eu_world_open_core(lua_State *L) {
 typedef struct lworld {
   eu_world *w;
   int calls, fetches;
+  int borrowed;  /* lent by the checker for one run: closing it is not ours to do */
 } lworld;
 
 static lworld *check_world(lua_State *L) {
@@ -401,9 +402,48 @@ static int w_trace(lua_State *L) {
 
 static int w_close(lua_State *L) {
   lworld *lw = luaL_checkudata(L, 1, WORLD_MT);
-  eu_world_free(lw->w);
+  if (!lw->borrowed) eu_world_free(lw->w);
   lw->w = NULL;
   return 0;
+}
+
+/* w:kv_put(ns, hex, name, key, value): seeds an object's key-value storage. */
+static int w_kv_put(lua_State *L) {
+  lworld *lw = check_world(L);
+  eu_object *o = check_object(L, lw->w, 2);
+  size_t klen;
+  const char *key = luaL_checklstring(L, 5, &klen);
+  char err[EU_ERRLEN];
+  eu_store *s = eu_object_store(lw->w, o, err, sizeof err);
+  eu_buf b;
+  int rc;
+  if (!s) return luaL_error(L, "%s", err);
+  luaL_checkany(L, 6);
+  eu_buf_init(&b);
+  if (eu_clone_encode(L, 6, 1, &b, err, sizeof err) != EU_OK) {
+    eu_buf_free(&b);
+    return luaL_error(L, "the value of %s cannot be stored: %s", key, err);
+  }
+  rc = eu_store_kv_put(s, key, klen, b.p, b.n);
+  eu_buf_free(&b);
+  if (rc < 0 || eu_store_commit(s) != EU_OK) {
+    eu_store_rollback(s);
+    return luaL_error(L, "storing %s: %s", key, eu_store_errmsg(s));
+  }
+  return 0;
+}
+
+void eu_lworld_push(lua_State *L, eu_world *w, int borrowed) {
+  lworld *lw = lua_newuserdatauv(L, sizeof *lw, 0);
+  memset(lw, 0, sizeof *lw);
+  lw->w = w;
+  lw->borrowed = borrowed;
+  luaL_setmetatable(L, WORLD_MT);
+}
+
+void eu_lworld_release(lua_State *L, int idx) {
+  lworld *lw = luaL_testudata(L, idx, WORLD_MT);
+  if (lw) lw->w = NULL;
 }
 
 static int w_tostring(lua_State *L) {
@@ -425,6 +465,7 @@ static const luaL_Reg world_methods[] = {
   {"new_unique_id", w_new_unique_id},
   {"has_isolate", w_has_isolate},
   {"trace", w_trace},
+  {"kv_put", w_kv_put},
   {"close", w_close},
   {NULL, NULL}
 };
@@ -442,6 +483,8 @@ static const luaL_Reg host_funcs[] = {
   {NULL, NULL}
 };
 
+int eu_open_check(lua_State *L);
+
 int eu_open_core_host(lua_State *L) {
   luaL_newmetatable(L, WORLD_MT);
   luaL_setfuncs(L, world_meta, 0);
@@ -453,5 +496,6 @@ int eu_open_core_host(lua_State *L) {
   lua_setfield(L, -2, "isolate");
   lua_pushstring(L, EU_VERSION);
   lua_setfield(L, -2, "version");
+  eu_open_check(L);  /* adds explore to the module table */
   return 1;
 }

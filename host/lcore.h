@@ -6,7 +6,17 @@
 
 #include <lua.h>
 
-/* The host face: worlds. Pushes the module table. */
+typedef struct eu_world eu_world;
+
+/* The host face: worlds and the checker. Pushes the module table. */
 int eu_open_core_host(lua_State *L);
+
+/* A World userdata for w. A borrowed one does not free w; release makes it
+ * refuse further use (the world is about to go). */
+void eu_lworld_push(lua_State *L, eu_world *w, int borrowed);
+void eu_lworld_release(lua_State *L, int idx);
+
+/* Adds core.explore to the table on the top of the stack (lcheck.c). */
+int eu_open_check(lua_State *L);
 
 #endif

@@ -427,6 +427,15 @@ eu_object *eu_world_object(eu_world *w, int ns, const char *hex, const char *nam
   return o;
 }
 
+int eu_world_nobjects(eu_world *w) { return w->nobjects - 1; }
+eu_object *eu_world_object_at(eu_world *w, int i) {
+  return i >= 0 && i + 1 < w->nobjects ? w->objects[i + 1] : NULL;  /* [0] is the worker */
+}
+const char *eu_object_binding(eu_world *w, eu_object *o) { return eu_world_binding_name(w, o->ns); }
+const char *eu_object_name(eu_object *o) { return o->name; }
+const char *eu_object_hex(eu_object *o) { return o->hex; }
+eu_store *eu_object_store_if_open(eu_object *o) { return o->store; }
+
 eu_object *eu_world_object_by_name(eu_world *w, const char *binding, const char *name) {
   int ns = eu_world_binding(w, binding);
   char hex[65];
@@ -505,6 +514,7 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   if (lua_pcall(L, 6, 1, 1) != LUA_OK) goto fail;
   o->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_settop(L, 0);
+  lua_gc(L, LUA_GCRESTART);
   return EU_OK;
 fail:
   eu_err(err, errlen, EU_ELUA, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "error object is not a string");

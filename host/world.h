@@ -107,6 +107,14 @@ int eu_world_advance(eu_world *w, int64_t ms, char *err, size_t errlen);
 /* Runs one batch of due events; returns 1 if it ran something, 0 if the queue is empty. */
 int eu_world_step(eu_world *w, char *err, size_t errlen);
 
+/* Objects that exist, in the order they came to be (the worker is not one). */
+int eu_world_nobjects(eu_world *w);
+eu_object *eu_world_object_at(eu_world *w, int i);
+const char *eu_object_binding(eu_world *w, eu_object *o);
+const char *eu_object_name(eu_object *o);   /* NULL for an id made by newUniqueId */
+const char *eu_object_hex(eu_object *o);
+eu_store *eu_object_store_if_open(eu_object *o);
+
 /* Faults and bounds of the run so far. */
 int eu_world_fault(eu_world *w, unsigned kinds, const char *label);  /* a fault point; 0 or the kind */
 int eu_world_faults_used(eu_world *w);

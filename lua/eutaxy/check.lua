@@ -905,7 +905,8 @@ end
 
 ---@class eutaxy.check.State
 ---@field responses eutaxy.check.Response[] the drive's answers
----@field rows fun(self: eutaxy.check.State, handle: eutaxy.check.Table): string[], table[]
+---@field rows fun(self: eutaxy.check.State, handle: eutaxy.check.Table): table[] the table's rows at the end of the run
+---@field columns fun(self: eutaxy.check.State, handle: eutaxy.check.Table): string[] its columns, in table order
 
 ---@class eutaxy.check.Violation
 ---@field invariant string its name
@@ -919,7 +920,7 @@ local function where(inv)
 end
 
 local function table_rows(inv, state)
-  local columns, rows = state:rows(inv.table)
+  local columns, rows = state:columns(inv.table), state:rows(inv.table)
   if type(columns) ~= "table" or type(rows) ~= "table" then
     error(string_format("invariant %s (%s): no rows for %s", render_string(inv.name), where(inv),
       describe_table(inv.table)), 0)

@@ -13,6 +13,7 @@ local core = require "eutaxy.core"
 local config = require "eutaxy.config"
 local errors = require "eutaxy.errors"
 local http = require "eutaxy.http"
+local seed = require "eutaxy.seed"
 
 local testing = {}
 
@@ -25,12 +26,7 @@ local function libdir()
   return source:match("^@(.*)/eutaxy/testing%.lua$") or "."
 end
 
-local function sorted_keys(t)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-  return keys
-end
+local sorted_keys = seed.sorted_keys
 
 local function answer(r, level)
   if r[1] then return unpack(r, 2, r.n) end
@@ -96,45 +92,12 @@ local function host_env(world, bindings)
   })
 end
 
-local function quote_ident(s)
-  return '"' .. tostring(s):gsub('"', '""') .. '"'
-end
-
-local function seed_rows(w, binding, hex, name, table_name, rows)
-  for i, row in ipairs(rows) do
-    if type(row) ~= "table" then
-      error(string.format("sql.%s.%s.rows.%s[%d] must be a table of columns", binding, name, table_name, i), 0)
-    end
-    local columns, marks, values = {}, {}, {}
-    for _, column in ipairs(sorted_keys(row)) do
-      columns[#columns + 1] = quote_ident(column)
-      marks[#marks + 1] = "?"
-      values[#values + 1] = row[column]
-    end
-    if #columns == 0 then
-      w:exec(binding, hex, name, "INSERT INTO " .. quote_ident(table_name) .. " DEFAULT VALUES")
-    else
-      w:exec(binding, hex, name, string.format("INSERT INTO %s (%s) VALUES (%s)", quote_ident(table_name),
-        table.concat(columns, ", "), table.concat(marks, ", ")), unpack(values, 1, #columns))
-    end
-  end
-end
-
 local function seed_sql(w, sql)
   for _, binding in ipairs(sorted_keys(sql)) do
     local objects = sql[binding]
     if type(objects) ~= "table" then error("sql." .. tostring(binding) .. " must be a table of objects by name", 0) end
     for _, name in ipairs(sorted_keys(objects)) do
-      local spec = objects[name]
-      local hex = w:id_from_name(binding, name)
-      if spec.schema then
-        local ok, err = pcall(w.exec, w, binding, hex, name, spec.schema)
-        if not ok then error(string.format("sql.%s.%s.schema: %s", binding, name, tostring(err)), 0) end
-      end
-      for _, table_name in ipairs(sorted_keys(spec.rows or {})) do
-        local ok, err = pcall(seed_rows, w, binding, hex, name, table_name, spec.rows[table_name])
-        if not ok then error(string.format("sql.%s.%s.rows.%s: %s", binding, name, table_name, tostring(err)), 0) end
-      end
+      seed.sql(w, binding, name, objects[name], "sql." .. binding .. "." .. name)
     end
   end
 end

@@ -19,8 +19,8 @@ return sim.defineScenario {
   invariants = {
     -- Once every hour has ended and been billed, the invoice is the usage, no more and no less.
     sim.invariant("invoice-is-the-usage", function(state)
-      local _, used = state:rows(usage)
-      local _, invoices = state:rows(invoice)
+      local used = state:rows(usage)
+      local invoices = state:rows(invoice)
       local sum = 0
       for _, row in ipairs(used) do sum = sum + row.amount end
       local total = invoices[1].total

@@ -21,8 +21,8 @@ return sim.defineScenario {
   invariants = {
     -- Every deposit recorded is in the balance, once.
     sim.invariant("balance-is-the-sum-of-deposits", function(state)
-      local _, accounts = state:rows(balance)
-      local _, made = state:rows(deposits)
+      local accounts = state:rows(balance)
+      local made = state:rows(deposits)
       local sum = 0
       for _, deposit in ipairs(made) do sum = sum + deposit.amount end
       local total = accounts[1].balance

@@ -1,0 +1,127 @@
+/*
+ * drive.c: submitting a scenario's events and collecting their answers.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lua.h>
+
+#include "clone.h"
+#include "drive.h"
+#include "eutaxy.h"
+#include "fault.h"
+
+/* 1: an answer, 0: an error out of user code, -1: lost (the caller saw a
+ * connection drop: retryable). */
+static int classify(eu_world *w, const char *data, size_t len) {
+  lua_State *S = eu_world_scratch(w);
+  int n = 0, kind = 0;
+  lua_settop(S, 0);
+  if (eu_clone_decode(S, data, len, &n, NULL, 0) != EU_OK || n < 1) return 0;
+  if (lua_toboolean(S, 1)) {
+    kind = 1;
+  } else if (n >= 2 && lua_istable(S, 2)) {
+    lua_getfield(S, 2, "retryable");
+    kind = lua_toboolean(S, -1) ? -1 : 0;
+  }
+  lua_settop(S, 0);
+  return kind;
+}
+
+static int submit(eu_world *w, const eu_drive_event *e, int delivery, char *err, size_t errlen) {
+  eu_object *target = NULL;
+  char *payload;
+  int slot;
+  if (e->kind == EU_CALL_RPC) {
+    target = eu_world_object_by_name(w, e->binding, e->name);
+    if (!target)
+      return eu_err(err, errlen, EU_EINVAL, "%s: no durable object binding named %s", e->label, e->binding);
+  }
+  payload = malloc(e->len ? e->len : 1);
+  if (!payload) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  memcpy(payload, e->payload, e->len);
+  slot = eu_world_submit(w, e->kind, target, e->kind == EU_CALL_RPC ? e->method : "fetch", payload,
+                         e->len, e->label, delivery);
+  if (!slot) return eu_err(err, errlen, EU_ENOMEM, "out of memory submitting %s", e->label);
+  return slot;
+}
+
+int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *settled, char *err,
+                 size_t errlen) {
+  int *slots, *resends;
+  int next = 0, inflight = 0, i, rc = EU_OK;
+  long steps = 0;
+  *settled = 1;
+  slots = calloc((size_t)(d->n > 0 ? d->n : 1), sizeof *slots);
+  resends = calloc((size_t)(d->n > 0 ? d->n : 1), sizeof *resends);
+  if (!slots || !resends) {
+    free(slots);
+    free(resends);
+    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  memset(answers, 0, (size_t)d->n * sizeof *answers);
+  for (;;) {
+    int stepped;
+    while (inflight < d->max_concurrent && next < d->n) {
+      if (d->mask & ((uint64_t)1 << next)) {
+        if ((rc = submit(w, &d->events[next], 1, err, errlen)) < 0) goto done;
+        slots[next] = rc;
+        answers[next].deliveries = 1;
+        inflight++;
+      }
+      next++;
+    }
+    rc = EU_OK;
+    if (eu_world_stopped(w)) break;
+    stepped = eu_world_step(w, err, errlen);
+    if (stepped < 0) {
+      rc = stepped;
+      goto done;
+    }
+    for (i = 0; i < d->n; i++) {
+      char *data;
+      size_t len;
+      int kind, again = 0;
+      if (!slots[i] || !eu_world_slot_done(w, slots[i])) continue;
+      eu_world_slot_take(w, slots[i], &data, &len);
+      slots[i] = 0;
+      kind = classify(w, data, len);
+      if (answers[i].deliveries <= d->retries) {
+        if (kind < 0) {
+          again = 1;  /* the client saw the connection drop and tries again */
+        } else if (resends[i] < d->max_redeliveries) {
+          char label[64];
+          snprintf(label, sizeof label, "%s#%d", d->events[i].label, answers[i].deliveries);
+          again = eu_world_fault(w, EU_FAULT_BIT(EU_FAULT_RESEND), label) == EU_FAULT_RESEND;
+          if (again) resends[i]++;
+        }
+      }
+      if (again) {
+        free(data);
+        if ((rc = submit(w, &d->events[i], ++answers[i].deliveries, err, errlen)) < 0) goto done;
+        slots[i] = rc;
+        rc = EU_OK;
+        continue;
+      }
+      answers[i].data = data;
+      answers[i].len = len;
+      inflight--;
+    }
+    if (!stepped) {
+      if (inflight == 0 && next >= d->n) break;
+      if (inflight > 0) {
+        rc = eu_err(err, errlen, EU_EINVAL, "a drive event never finished: nothing is left to run");
+        goto done;
+      }
+    }
+    if (++steps > d->max_events) {
+      *settled = 0;
+      break;
+    }
+  }
+done:
+  free(slots);
+  free(resends);
+  return rc;
+}

@@ -1,0 +1,50 @@
+/*
+ * drive.h: what the checker sends into a world, and what comes back.
+ *
+ * The drive submits a scenario's events (HTTP requests to the worker, or
+ * RPC calls to objects) with at most max_concurrent of them in flight,
+ * resends one whose answer was lost while the client has retries left, and
+ * offers a fault point where a client resends even though the answer came
+ * ("resend at req-1#1"). Then it runs the world until nothing is left to run.
+ * It owns no world state: events name objects by binding and name.
+ */
+#ifndef EUTAXY_DRIVE_H
+#define EUTAXY_DRIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "world.h"
+
+typedef struct eu_drive_event {
+  int kind;             /* EU_CALL_FETCH or EU_CALL_RPC */
+  char label[24];       /* "req-1" */
+  const char *binding;  /* EU_CALL_RPC: the target object */
+  const char *name;
+  const char *method;
+  const char *payload;  /* encoded: a wire request, or the method's arguments */
+  size_t len;
+} eu_drive_event;
+
+typedef struct eu_drive_answer {
+  int deliveries;       /* how many times it was delivered */
+  char *data;           /* the last delivery's answer (encoded ok, value...), or NULL */
+  size_t len;
+} eu_drive_answer;
+
+typedef struct eu_drive {
+  const eu_drive_event *events;
+  int n;
+  uint64_t mask;        /* which events run (bit i: event i) */
+  int retries;          /* client resends per event */
+  int max_concurrent;
+  int max_redeliveries;
+  long max_events;      /* a run that needs more has not settled */
+} eu_drive;
+
+/* Runs the drive to the end. answers has d->n entries; their data are the
+ * caller's to free. *settled is 0 if the run was cut at max_events. */
+int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *settled, char *err,
+                 size_t errlen);
+
+#endif

@@ -1,0 +1,106 @@
+/*
+ * explore.h: choosers, schedules and the search over them.
+ *
+ * A run of a scenario asks the chooser at every decision (eu_world_choose):
+ * which due event goes first, whether a fault strikes. The sequence of its
+ * answers is the run's *schedule*: replaying it gives the same run. The
+ * explorer walks the tree of schedules depth-first (each run follows a
+ * prefix, then takes the first branch at every new decision; backtracking
+ * moves to the next unexplored branch), or draws branches at random, or
+ * follows a recorded schedule.
+ *
+ * The search runs the tree once per fault count, 0 faults, then at most 1,
+ * and so on, so the first violation found has the fewest faults. It knows
+ * nothing of worlds or invariants: a run function does a whole run and says
+ * whether it violated.
+ *
+ * A schedule string is "F:E:C": F the fault cap the run had, E the drive
+ * events it kept (1-based, dot-separated, or "-" for none), C one base-62
+ * digit per decision. "1:1:0010".
+ */
+#ifndef EUTAXY_EXPLORE_H
+#define EUTAXY_EXPLORE_H
+
+#include <stdint.h>
+
+#include "prng.h"
+
+typedef struct eu_world eu_world;
+
+enum { EU_MODE_DFS = 0, EU_MODE_RANDOM, EU_MODE_REPLAY };
+
+#define EU_MAX_ARITY 62       /* decisions offer at most this many branches */
+#define EU_SHARD_DEPTH 8      /* decisions that decide a run's shard */
+#define EU_MAX_EVENTS 64
+
+typedef struct eu_choices {
+  unsigned char *c, *n;   /* the branch taken, and how many there were */
+  int len, cap;
+} eu_choices;
+
+typedef struct eu_chooser {
+  int mode;
+  eu_choices path;        /* this run's decisions */
+  eu_choices prefix;      /* decisions the run must follow first (dfs, replay) */
+  eu_prng rng;            /* random mode */
+  int shard_k, shard_n;   /* shard_n <= 1: every run */
+  int out_of_shard;       /* the run left this shard and was stopped */
+  int mismatch;           /* replay: the schedule does not fit the scenario */
+  int past_end;           /* replay: the run wanted more decisions than recorded */
+  eu_world *world;        /* the run's world, stopped when the run leaves the shard */
+} eu_chooser;
+
+void eu_chooser_init(eu_chooser *c, int mode, uint64_t seed);
+void eu_chooser_free(eu_chooser *c);
+/* Before a run: the path is emptied, the prefix kept. */
+void eu_chooser_begin(eu_chooser *c, eu_world *w);
+/* The world's eu_choose_fn. */
+int eu_chooser_choose(void *ud, int kind, int n, const char *label);
+/* After a dfs run: moves the prefix to the next branch; 0 when the tree is done. */
+int eu_chooser_backtrack(eu_chooser *c);
+/* Whether the finished run belongs to this shard. */
+int eu_chooser_in_shard(eu_chooser *c);
+
+/* Schedule strings. events is a mask of kept events (bit i: event i+1). */
+int eu_schedule_format(char *out, size_t n, int fault_cap, uint64_t events, const eu_choices *ch);
+int eu_schedule_parse(const char *s, int *fault_cap, uint64_t *events, eu_choices *ch, char *err,
+                      size_t errlen);
+
+/* One run: returns 1 if it violated, 0 if not, <0 on an error of the
+ * scenario (message in err). *faults gets the faults the run injected. */
+typedef int (*eu_run_fn)(void *ud, eu_chooser *ch, uint64_t events, int fault_cap, int *faults,
+                         char *err, size_t errlen);
+
+enum { EU_BOUNDED = 0, EU_VIOLATED = 1, EU_INCONCLUSIVE = 3 };
+
+typedef struct eu_search {
+  /* what to search */
+  int mode;
+  uint64_t events;        /* drive events in play */
+  int max_faults;
+  int64_t deadline_ms;    /* monotonic clock; 0: none */
+  long random_runs;       /* random mode */
+  uint64_t random_seed;
+  int shard_k, shard_n;
+  const char *replay;     /* replay mode */
+  int min_faults;         /* start the fault count here (shrinking reuses what it knows) */
+  /* what it found */
+  int verdict;
+  long runs;              /* runs executed, skipped duplicates included */
+  long counted[16];       /* distinct schedules checked, by fault count (last: more) */
+  char schedule[4096];    /* the violating schedule */
+  int faults;             /* its fault count */
+} eu_search;
+
+void eu_search_init(eu_search *s);
+/* Returns 0 (verdict set) or <0 on a scenario error. */
+int eu_search_run(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t errlen);
+/* The same search split over jobs processes (fork), results added up. */
+int eu_search_parallel(eu_search *s, int jobs, eu_run_fn fn, void *ud, char *err, size_t errlen);
+/* Minimises s's violation: drops drive events that are not needed (last
+ * first), re-searching from 0 faults each time, so faults that are not
+ * needed go too. Updates s->schedule and s->faults; *runs gets the runs spent. */
+int eu_search_shrink(eu_search *s, eu_run_fn fn, void *ud, long *runs, char *err, size_t errlen);
+int64_t eu_monotonic_ms(void);
+
+#endif

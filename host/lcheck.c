@@ -1,0 +1,559 @@
+/*
+ * lcheck.c: core.explore, the checker's C side as Lua sees it.
+ *
+ * The scenario's Lua side (lua/eutaxy/checker.lua) hands over the worker,
+ * the drive events, the bounds, a setup function and a check function. This
+ * file builds the starting state once, in a template world, and keeps a
+ * snapshot of every object's database; each run is then a new world with
+ * those databases restored, the explorer's chooser plugged in, the drive
+ * run to the end, and the check function called on what is left.
+ *
+ * What only a report needs (the trace, the faults, the violation's rows) is
+ * kept for replays alone, so exploration runs do no formatting at all.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "clone.h"
+#include "drive.h"
+#include "eutaxy.h"
+#include "explore.h"
+#include "fault.h"
+#include "lcore.h"
+#include "store.h"
+#include "world.h"
+
+typedef struct snapshot {
+  int ns;
+  char hex[65];
+  char *name;
+  unsigned char *image;
+  size_t len;
+} snapshot;
+
+typedef struct xctx {
+  lua_State *L;
+  int check_idx;            /* the check function, on L's stack */
+  eu_world_opts wo;
+  eu_binding *bindings;
+  int *alarm_caps;
+  eu_drive drive;
+  eu_drive_event *events;
+  snapshot *snaps;
+  int nsnaps;
+  int keep;                 /* keep the last run's trace, faults and violation */
+  int determinism;          /* run every schedule twice and compare */
+  const char *target;       /* shrinking: only a violation of this invariant counts */
+  eu_buf trace, faults;
+  int violation_ref, answers_ref;
+} xctx;
+
+static const char *opt_str(lua_State *L, int t, const char *field) {
+  const char *s;
+  lua_getfield(L, t, field);
+  s = lua_tostring(L, -1);
+  lua_pop(L, 1);  /* the options table keeps it alive */
+  return s;
+}
+
+static lua_Integer opt_int(lua_State *L, int t, const char *field, lua_Integer dflt) {
+  lua_Integer v;
+  int isnum;
+  lua_getfield(L, t, field);
+  v = lua_tointegerx(L, -1, &isnum);
+  lua_pop(L, 1);
+  return isnum ? v : dflt;
+}
+
+static int opt_bool(lua_State *L, int t, const char *field) {
+  int b;
+  lua_getfield(L, t, field);
+  b = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return b;
+}
+
+static void free_ctx(xctx *x) {
+  int i;
+  for (i = 0; i < x->nsnaps; i++) {
+    free(x->snaps[i].name);
+    free(x->snaps[i].image);
+  }
+  free(x->snaps);
+  if (x->events)
+    for (i = 0; i < x->drive.n; i++) free((char *)x->events[i].payload);
+  free(x->events);
+  free(x->bindings);
+  free(x->alarm_caps);
+  eu_buf_free(&x->trace);
+  eu_buf_free(&x->faults);
+  if (x->violation_ref != LUA_NOREF) luaL_unref(x->L, LUA_REGISTRYINDEX, x->violation_ref);
+  if (x->answers_ref != LUA_NOREF) luaL_unref(x->L, LUA_REGISTRYINDEX, x->answers_ref);
+}
+
+/* The xctx lives in a userdata whose __gc frees it, so a Lua error anywhere
+ * below leaks nothing. */
+static int ctx_gc(lua_State *L) {
+  free_ctx(lua_touserdata(L, 1));
+  return 0;
+}
+
+/* ---- reading the options ---------------------------------------------- */
+
+static void read_world(lua_State *L, xctx *x) {
+  int n, i;
+  memset(&x->wo, 0, sizeof x->wo);
+  x->wo.entry = opt_str(L, 1, "entry");
+  x->wo.libdir = opt_str(L, 1, "libdir");
+  x->wo.projectdir = opt_str(L, 1, "projectdir");
+  x->wo.seed = (uint64_t)opt_int(L, 1, "seed", 0);
+  if (!x->wo.entry || !x->wo.libdir) luaL_error(L, "core.explore: entry and libdir are required");
+  lua_getfield(L, 1, "bindings");
+  n = lua_istable(L, -1) ? (int)luaL_len(L, -1) : 0;
+  x->bindings = calloc((size_t)(n ? n : 1), sizeof *x->bindings);
+  x->alarm_caps = calloc((size_t)(n ? n : 1), sizeof *x->alarm_caps);
+  if (!x->bindings || !x->alarm_caps) luaL_error(L, "out of memory");
+  for (i = 0; i < n; i++) {
+    lua_geti(L, -1, i + 1);
+    x->bindings[i].name = opt_str(L, lua_gettop(L), "name");
+    x->bindings[i].class_name = opt_str(L, lua_gettop(L), "class_name");
+    x->alarm_caps[i] = (int)opt_int(L, lua_gettop(L), "alarms", 0);
+    if (!x->bindings[i].name || !x->bindings[i].class_name)
+      luaL_error(L, "core.explore: bindings[%d] needs name and class_name", i + 1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  x->wo.bindings = x->bindings;
+  x->wo.nbindings = n;
+  x->wo.alarm_caps = x->alarm_caps;
+  x->wo.max_redeliveries = (int)opt_int(L, 1, "maxRedeliveries", 2);
+  lua_getfield(L, 1, "faults");
+  if (lua_istable(L, -1)) {
+    n = (int)luaL_len(L, -1);
+    for (i = 0; i < n; i++) {
+      int k;
+      lua_geti(L, -1, i + 1);
+      k = lua_isstring(L, -1) ? eu_fault_parse(lua_tostring(L, -1)) : 0;
+      if (!k) luaL_error(L, "core.explore: unknown fault kind %s", luaL_tolstring(L, -1, NULL));
+      x->wo.faults |= EU_FAULT_BIT(k);
+      lua_pop(L, 1);
+    }
+  } else {
+    x->wo.faults = EU_FAULT_ALL;
+  }
+  lua_pop(L, 1);
+}
+
+static void read_events(lua_State *L, xctx *x) {
+  int n, i;
+  char err[EU_ERRLEN];
+  lua_getfield(L, 1, "events");
+  n = lua_istable(L, -1) ? (int)luaL_len(L, -1) : 0;
+  if (n > EU_MAX_EVENTS) luaL_error(L, "core.explore: at most %d drive events", EU_MAX_EVENTS);
+  x->events = calloc((size_t)(n ? n : 1), sizeof *x->events);
+  if (!x->events) luaL_error(L, "out of memory");
+  x->drive.events = x->events;
+  for (i = 0; i < n; i++) {
+    eu_drive_event *e = &x->events[i];
+    const char *kind, *label;
+    eu_buf b;
+    int t, nvals;
+    lua_geti(L, -1, i + 1);
+    t = lua_gettop(L);
+    kind = opt_str(L, t, "kind");
+    label = opt_str(L, t, "label");
+    e->kind = kind && strcmp(kind, "rpc") == 0 ? EU_CALL_RPC : EU_CALL_FETCH;
+    snprintf(e->label, sizeof e->label, "%s", label ? label : "event");
+    e->binding = opt_str(L, t, "binding");
+    e->name = opt_str(L, t, "name");
+    e->method = opt_str(L, t, "method");
+    if (e->kind == EU_CALL_RPC && (!e->binding || !e->name || !e->method))
+      luaL_error(L, "core.explore: events[%d] needs binding, name and method", i + 1);
+    /* fetch: one wire request; rpc: the method name, then the arguments */
+    if (e->kind == EU_CALL_RPC) {
+      lua_pushstring(L, e->method);
+      lua_getfield(L, t, "args");
+      nvals = 1;
+      if (lua_istable(L, -1)) {
+        int a, na = (int)luaL_len(L, -1);
+        luaL_checkstack(L, na, "too many arguments");
+        for (a = 1; a <= na; a++) lua_geti(L, t + 2, a);
+        lua_remove(L, t + 2);
+        nvals += na;
+      } else {
+        lua_pop(L, 1);
+      }
+    } else {
+      lua_getfield(L, t, "request");
+      nvals = 1;
+    }
+    eu_buf_init(&b);
+    if (eu_clone_encode(L, t + 1, nvals, &b, err, sizeof err) != EU_OK) {
+      eu_buf_free(&b);
+      luaL_error(L, "%s: %s", e->label, err);
+    }
+    e->payload = eu_buf_take(&b, &e->len);
+    lua_settop(L, t - 1);
+  }
+  lua_pop(L, 1);
+  x->drive.n = n;
+  x->drive.retries = (int)opt_int(L, 1, "retries", 0);
+  x->drive.max_concurrent = (int)opt_int(L, 1, "maxConcurrent", 1);
+  if (x->drive.max_concurrent < 1) x->drive.max_concurrent = 1;
+  x->drive.max_redeliveries = x->wo.max_redeliveries;
+  x->drive.max_events = (long)opt_int(L, 1, "maxEvents", 100000);
+}
+
+/* The template world: setup(world) seeds the objects, their databases are kept. */
+static void build_snapshots(lua_State *L, xctx *x) {
+  eu_world *w;
+  eu_world_opts o = x->wo;
+  char err[EU_ERRLEN];
+  int i, n;
+  o.no_trace = 1;
+  o.faults = 0;
+  if (eu_world_new(&w, &o, err, sizeof err) != EU_OK) luaL_error(L, "%s", err);
+  lua_getfield(L, 1, "setup");
+  if (lua_isfunction(L, -1)) {
+    eu_lworld_push(L, w, 1);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+      eu_world_free(w);
+      lua_error(L);
+    }
+  } else {
+    lua_pop(L, 1);
+  }
+  n = eu_world_nobjects(w);
+  x->snaps = calloc((size_t)(n ? n : 1), sizeof *x->snaps);
+  if (!x->snaps) {
+    eu_world_free(w);
+    luaL_error(L, "out of memory");
+  }
+  for (i = 0; i < n; i++) {
+    eu_object *obj = eu_world_object_at(w, i);
+    eu_store *s = eu_object_store_if_open(obj);
+    snapshot *sn = &x->snaps[x->nsnaps];
+    if (!s) continue;
+    sn->ns = eu_world_binding(w, eu_object_binding(w, obj));
+    snprintf(sn->hex, sizeof sn->hex, "%s", eu_object_hex(obj));
+    if (eu_object_name(obj) && !(sn->name = strdup(eu_object_name(obj)))) break;
+    if (eu_store_snapshot(s, &sn->image, &sn->len) != EU_OK) {
+      free(sn->name);
+      sn->name = NULL;
+      eu_world_free(w);
+      luaL_error(L, "cannot snapshot the setup of %s: %s", eu_object_binding(w, obj), eu_store_errmsg(s));
+    }
+    x->nsnaps++;
+  }
+  eu_world_free(w);
+}
+
+/* ---- one run ---------------------------------------------------------- */
+
+/* Pushes the answers as the check function sees them. */
+static void push_answers(lua_State *L, xctx *x, const eu_drive_answer *answers, uint64_t events) {
+  int i, n = 0;
+  lua_createtable(L, x->drive.n, 0);
+  for (i = 0; i < x->drive.n; i++) {
+    int count = 0;
+    if (!(events & ((uint64_t)1 << i))) continue;
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, x->events[i].label);
+    lua_setfield(L, -2, "event");
+    lua_pushinteger(L, i + 1);
+    lua_setfield(L, -2, "index");
+    lua_pushinteger(L, answers[i].deliveries);
+    lua_setfield(L, -2, "deliveries");
+    if (answers[i].data &&
+        eu_clone_decode(L, answers[i].data, answers[i].len, &count, NULL, 0) == EU_OK && count >= 1) {
+      int base = lua_gettop(L) - count;  /* the answer's table; then ok, value... */
+      int ok = lua_toboolean(L, base + 1);
+      if (count >= 2) {
+        lua_pushvalue(L, base + 2);
+        lua_setfield(L, base, ok ? "value" : "error");
+      }
+      lua_settop(L, base);
+      lua_pushboolean(L, ok);
+      lua_setfield(L, base, "ok");
+    } else {
+      lua_pushboolean(L, 1);
+      lua_setfield(L, -2, "lost");
+    }
+    lua_rawseti(L, -2, ++n);
+  }
+}
+
+/* Calls check(run); returns 1 violated, 0 held, <0 if check raised. */
+static int evaluate(xctx *x, eu_world *w, const eu_drive_answer *answers, uint64_t events,
+                    int settled, char *err, size_t errlen) {
+  lua_State *L = x->L;
+  int top = lua_gettop(L), v = 0;
+  lua_pushvalue(L, x->check_idx);
+  lua_createtable(L, 0, 6);
+  eu_lworld_push(L, w, 1);
+  lua_setfield(L, -2, "world");
+  push_answers(L, x, answers, events);
+  lua_setfield(L, -2, "answers");
+  if (eu_world_uncaught(w)) {
+    lua_pushstring(L, eu_world_uncaught(w));
+    lua_setfield(L, -2, "uncaught");
+  }
+  lua_pushboolean(L, settled);
+  lua_setfield(L, -2, "settled");
+  lua_pushboolean(L, eu_world_capped(w));
+  lua_setfield(L, -2, "capped");
+  lua_pushvalue(L, -1);  /* the run table, to release its world after the call */
+  lua_insert(L, top + 1);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    eu_err(err, errlen, EU_ELUA, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "the check raised");
+    lua_getfield(L, top + 1, "world");
+    eu_lworld_release(L, -1);
+    lua_settop(L, top);
+    return EU_ELUA;
+  }
+  if (lua_istable(L, -1)) {
+    v = 1;
+    if (x->target) {
+      lua_getfield(L, -1, "invariant");
+      v = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), x->target) == 0;
+      lua_pop(L, 1);
+    }
+  }
+  if (x->keep) {
+    if (x->violation_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, x->violation_ref);
+    if (x->answers_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, x->answers_ref);
+    x->violation_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_getfield(L, top + 1, "answers");
+    x->answers_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  lua_getfield(L, top + 1, "world");
+  eu_lworld_release(L, -1);
+  lua_settop(L, top);
+  return v;
+}
+
+static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *faults, int trace,
+                     char *err, size_t errlen) {
+  eu_world_opts o = x->wo;
+  eu_world *w;
+  eu_drive d = x->drive;
+  eu_drive_answer *answers;
+  int i, rc, settled = 1;
+  o.choose = eu_chooser_choose;
+  o.choose_ud = ch;
+  o.max_faults = cap;
+  o.no_trace = !trace;
+  if ((rc = eu_world_new(&w, &o, err, errlen)) != EU_OK) return rc;
+  for (i = 0; i < x->nsnaps; i++) {
+    snapshot *sn = &x->snaps[i];
+    eu_object *obj = eu_world_object(w, sn->ns, sn->hex, sn->name, err, errlen);
+    eu_store *s = obj ? eu_object_store(w, obj, err, errlen) : NULL;
+    if (!s || eu_store_restore(s, sn->image, sn->len) != EU_OK) {
+      if (s) eu_err(err, errlen, EU_ESQL, "restoring the setup: %s", eu_store_errmsg(s));
+      eu_world_free(w);
+      return EU_ESQL;
+    }
+  }
+  answers = calloc((size_t)(d.n ? d.n : 1), sizeof *answers);
+  if (!answers) {
+    eu_world_free(w);
+    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  eu_chooser_begin(ch, w);
+  d.mask = events;
+  rc = eu_drive_run(w, &d, answers, &settled, err, errlen);
+  if (rc >= 0 && !eu_world_stopped(w)) rc = evaluate(x, w, answers, events, settled, err, errlen);
+  *faults = eu_world_faults_used(w);
+  if (trace) {
+    eu_buf_reset(&x->trace);
+    eu_buf_reset(&x->faults);
+    eu_buf_put(&x->trace, eu_world_trace(w)->p, eu_world_trace(w)->n);
+    eu_buf_put(&x->faults, eu_world_fault_log(w)->p, eu_world_fault_log(w)->n);
+  }
+  for (i = 0; i < d.n; i++) free(answers[i].data);
+  free(answers);
+  eu_world_free(w);
+  return rc;
+}
+
+/* The first line where two traces differ, for the report. */
+static void first_difference(const eu_buf *a, const eu_buf *b, char *out, size_t n) {
+  size_t i = 0, line = 0, start = 0, ea, eb;
+  const char *pa = a->p ? a->p : "", *pb = b->p ? b->p : "";
+  while (i < a->n && i < b->n && pa[i] == pb[i]) {
+    if (pa[i] == '\n') {
+      line++;
+      start = i + 1;
+    }
+    i++;
+  }
+  for (ea = start; ea < a->n && pa[ea] != '\n'; ea++) {}
+  for (eb = start; eb < b->n && pb[eb] != '\n'; eb++) {}
+  snprintf(out, n, "line %zu of the trace:\n  first run:  %.*s\n  second run: %.*s", line + 1,
+           (int)(ea - start > 300 ? 300 : ea - start), pa + start,
+           (int)(eb - start > 300 ? 300 : eb - start), pb + start);
+}
+
+static int run_once(void *ud, eu_chooser *ch, uint64_t events, int cap, int *faults, char *err,
+                    size_t errlen) {
+  xctx *x = ud;
+  eu_chooser again;
+  eu_buf trace1, faults1;
+  int v1, v2, f2 = 0;
+  if (!x->determinism) return run_world(x, ch, events, cap, faults, x->keep, err, errlen);
+  /* Once with a trace, then the same decisions again: any difference is the host's bug. */
+  v1 = run_world(x, ch, events, cap, faults, 1, err, errlen);
+  if (v1 < 0 || ch->out_of_shard) return v1;
+  trace1 = x->trace;
+  faults1 = x->faults;
+  eu_buf_init(&x->trace);
+  eu_buf_init(&x->faults);
+  eu_chooser_init(&again, EU_MODE_REPLAY, 0);
+  again.prefix = ch->path;
+  v2 = run_world(x, &again, events, cap, &f2, 1, err, errlen);
+  again.prefix.c = again.prefix.n = NULL;  /* borrowed from ch */
+  again.prefix.len = again.prefix.cap = 0;
+  if (v2 >= 0 && (v1 != v2 || f2 != *faults || again.mismatch || again.path.len != ch->path.len ||
+                  trace1.n != x->trace.n || memcmp(trace1.p, x->trace.p, trace1.n) != 0 ||
+                  faults1.n != x->faults.n || memcmp(faults1.p, x->faults.p, faults1.n) != 0)) {
+    char diff[1024], schedule[512];
+    first_difference(&trace1, &x->trace, diff, sizeof diff);
+    eu_schedule_format(schedule, sizeof schedule, cap, events, &ch->path);
+    v2 = eu_err(err, errlen, EU_ENONDET, "schedule %s ran twice and differed at %s", schedule, diff);
+  }
+  eu_chooser_free(&again);
+  eu_buf_free(&trace1);
+  eu_buf_free(&faults1);
+  return v2 < 0 ? v2 : v1;
+}
+
+/* ---- core.explore ----------------------------------------------------- */
+
+static const char *verdict_name(int v) {
+  switch (v) {
+  case EU_VIOLATED: return "VIOLATED";
+  case EU_INCONCLUSIVE: return "INCONCLUSIVE";
+  default: return "BOUNDED";
+  }
+}
+
+static void push_events(lua_State *L, uint64_t events) {
+  int i, n = 0;
+  lua_newtable(L);
+  for (i = 0; i < EU_MAX_EVENTS; i++)
+    if (events & ((uint64_t)1 << i)) {
+      lua_pushinteger(L, i + 1);
+      lua_rawseti(L, -2, ++n);
+    }
+}
+
+static int l_explore(lua_State *L) {
+  xctx *x;
+  eu_search s;
+  const char *mode;
+  char err[EU_ERRLEN];
+  int64_t t0 = eu_monotonic_ms(), budget;
+  long shrink_runs = 0;
+  int rc, jobs, i;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  lua_getfield(L, 1, "check");
+  luaL_argcheck(L, lua_isfunction(L, 2), 1, "check must be a function");
+  x = lua_newuserdatauv(L, sizeof *x, 0);  /* 3 */
+  memset(x, 0, sizeof *x);
+  x->violation_ref = x->answers_ref = LUA_NOREF;
+  x->L = L;
+  x->check_idx = 2;
+  lua_newtable(L);
+  lua_pushcfunction(L, ctx_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, 3);
+  read_world(L, x);
+  read_events(L, x);
+  x->keep = opt_bool(L, 1, "trace");
+  x->determinism = opt_bool(L, 1, "checkDeterminism");
+  x->target = opt_str(L, 1, "target");
+  build_snapshots(L, x);
+
+  eu_search_init(&s);
+  mode = opt_str(L, 1, "mode");
+  s.mode = !mode ? EU_MODE_DFS : strcmp(mode, "random") == 0 ? EU_MODE_RANDOM
+         : strcmp(mode, "replay") == 0 ? EU_MODE_REPLAY : EU_MODE_DFS;
+  s.events = x->drive.n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << x->drive.n) - 1);
+  lua_getfield(L, 1, "eventMask");
+  if (lua_istable(L, -1)) {
+    uint64_t m = 0;
+    for (i = 1; i <= (int)luaL_len(L, -1); i++) {
+      lua_geti(L, -1, i);
+      m |= (uint64_t)1 << ((lua_tointeger(L, -1) - 1) & 63);
+      lua_pop(L, 1);
+    }
+    s.events &= m;
+  }
+  lua_pop(L, 1);
+  s.max_faults = (int)opt_int(L, 1, "maxFaults", 1);
+  s.min_faults = (int)opt_int(L, 1, "minFaults", 0);
+  budget = opt_int(L, 1, "budgetMs", 0);
+  s.deadline_ms = budget > 0 ? t0 + budget : 0;
+  s.random_runs = (long)opt_int(L, 1, "runs", 1000);
+  s.random_seed = (uint64_t)opt_int(L, 1, "randomSeed", 1);
+  s.shard_k = (int)opt_int(L, 1, "shardK", 0);
+  s.shard_n = (int)opt_int(L, 1, "shardN", 1);
+  s.replay = opt_str(L, 1, "replay");
+  if (s.mode == EU_MODE_REPLAY && !s.replay) return luaL_error(L, "core.explore: replay needs a schedule");
+  jobs = (int)opt_int(L, 1, "jobs", 1);
+
+  rc = eu_search_parallel(&s, jobs, run_once, x, err, sizeof err);
+  if (rc == EU_OK && s.verdict == EU_VIOLATED && opt_bool(L, 1, "shrink"))
+    rc = eu_search_shrink(&s, run_once, x, &shrink_runs, err, sizeof err);
+  if (rc != EU_OK) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    lua_pushstring(L, rc == EU_ENONDET ? "nondeterministic" : "error");
+    return 3;
+  }
+
+  lua_createtable(L, 0, 16);
+  lua_pushstring(L, verdict_name(s.verdict));
+  lua_setfield(L, -2, "verdict");
+  lua_pushinteger(L, s.runs);
+  lua_setfield(L, -2, "runs");
+  lua_pushinteger(L, shrink_runs);
+  lua_setfield(L, -2, "shrinkRuns");
+  lua_createtable(L, 16, 0);
+  for (i = 0; i < 16; i++) {
+    lua_pushinteger(L, s.counted[i]);
+    lua_rawseti(L, -2, i + 1);  /* [1] is 0 faults */
+  }
+  lua_setfield(L, -2, "counted");
+  lua_pushinteger(L, eu_monotonic_ms() - t0);
+  lua_setfield(L, -2, "elapsedMs");
+  if (s.verdict == EU_VIOLATED || s.mode == EU_MODE_REPLAY) {
+    lua_pushstring(L, s.schedule);
+    lua_setfield(L, -2, "schedule");
+    lua_pushinteger(L, s.faults);
+    lua_setfield(L, -2, "faults");
+    push_events(L, s.events);
+    lua_setfield(L, -2, "events");
+  }
+  if (x->keep) {
+    lua_pushlstring(L, x->trace.p ? x->trace.p : "", x->trace.n);
+    lua_setfield(L, -2, "trace");
+    lua_pushlstring(L, x->faults.p ? x->faults.p : "", x->faults.n);
+    lua_setfield(L, -2, "faultLog");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, x->violation_ref);
+    lua_setfield(L, -2, "violation");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, x->answers_ref);
+    lua_setfield(L, -2, "answers");
+  }
+  return 1;
+}
+
+int eu_open_check(lua_State *L) {
+  lua_pushcfunction(L, l_explore);
+  lua_setfield(L, -2, "explore");
+  return 0;
+}

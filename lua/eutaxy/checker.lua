@@ -1,0 +1,519 @@
+--- `eutaxy check`: loads a scenario, hands it to the C explorer
+-- (core.explore), and reports VIOLATED, BOUNDED or INCONCLUSIVE.
+--
+-- The exploration itself (choosers, faults, schedules, shrinking) is C;
+-- this module owns what a user reads: arguments, the scenario's errors,
+-- the invariants' evaluation, and the report, as text or JSON.
+local core = require "eutaxy.core"
+local config = require "eutaxy.config"
+local http = require "eutaxy.http"
+local json = require "eutaxy.json"
+local seed = require "eutaxy.seed"
+local sim = require "eutaxy.check"
+
+local checker = {}
+
+local USAGE = [[
+usage: eutaxy check SCENARIO.lua [options]
+
+  --replay SCHEDULE      run one schedule (as a report prints it) and show its trace
+  --json                 print the result as one JSON document
+  --random N             explore N random schedules instead of all of them
+  --seed S               the seed of --random (default 1)
+  --shard K/N            explore part K of N (1-based): N runs add up to the whole
+  -j N                   explore with N processes
+  --check-determinism    run every schedule twice and fail on any difference
+  --budget-ms MS         the time budget (default: the scenario's bounds.budgetMs)
+  --quiet                print the verdict line only
+
+exit: 0 BOUNDED, 1 VIOLATED (or NONDETERMINISTIC), 2 bad usage or scenario, 3 INCONCLUSIVE]]
+
+-- The folder this module was loaded from: isolates load eutaxy from there too.
+local LIBDIR = debug.getinfo(1, "S").source:match("^@(.*)/eutaxy/checker%.lua$") or "."
+
+local EXIT = { BOUNDED = 0, VIOLATED = 1, NONDETERMINISTIC = 1, INCONCLUSIVE = 3 }
+
+-- A usage or scenario error: reported with exit 2.
+local Bad = {}
+local function bad(fmt, ...)
+  error(setmetatable({ message = string.format(fmt, ...) }, Bad), 0)
+end
+
+local function parse_args(argv)
+  local o = { jobs = 1 }
+  local i = 1
+  local function value(flag)
+    i = i + 1
+    if argv[i] == nil then bad("%s needs a value", flag) end
+    return argv[i]
+  end
+  local function count(flag)
+    local v = value(flag)
+    local n = math.tointeger(tonumber(v))
+    if not n or n < 1 then bad("%s expects a positive whole number, got %q", flag, v) end
+    return n
+  end
+  while i <= #argv do
+    local a = argv[i]
+    if a == "--replay" then o.replay = value(a)
+    elseif a == "--json" then o.json = true
+    elseif a == "--random" then o.random = count(a)
+    elseif a == "--seed" then o.seed = math.tointeger(tonumber(value(a))) or bad("--seed expects an integer")
+    elseif a == "--shard" then
+      local v = value(a)
+      local k, n = v:match("^(%d+)/(%d+)$")
+      k, n = tonumber(k), tonumber(n)
+      if not k or n < 1 or k < 1 or k > n then bad("--shard expects K/N with 1 <= K <= N, got %q", v) end
+      o.shard_k, o.shard_n = k - 1, n
+    elseif a == "-j" or a == "--jobs" then o.jobs = count(a)
+    elseif a:match("^%-j%d+$") then o.jobs = tonumber(a:sub(3))
+    elseif a == "--check-determinism" then o.determinism = true
+    elseif a == "--budget-ms" then o.budget = count(a)
+    elseif a == "--quiet" then o.quiet = true
+    elseif a == "-h" or a == "--help" then o.help = true
+    elseif a:sub(1, 1) == "-" then bad("unknown option %s", a)
+    elseif o.file then bad("one scenario at a time (got %s and %s)", o.file, a)
+    else o.file = a end
+    i = i + 1
+  end
+  if not o.file and not o.help then bad("which scenario? %s", "eutaxy check SCENARIO.lua") end
+  if o.replay and (o.random or o.shard_n) then bad("--replay runs one schedule: it cannot be combined with --random or --shard") end
+  return o
+end
+
+local function dirname(path)
+  return path:match("^(.*)/[^/]*$") or "."
+end
+
+local function join(dir, path)
+  if path:sub(1, 1) == "/" then return path end
+  return dir .. "/" .. path:gsub("^%./", "")
+end
+
+-- A stable 53-bit integer from the scenario's seed (a name or a number).
+local function seed_number(s)
+  if math.type(s) == "integer" then return s end
+  local h = 0
+  for i = 1, #tostring(s) do h = (h * 31 + tostring(s):byte(i)) % 9007199254740881 end
+  return h
+end
+
+local function load_scenario(file)
+  local dir = dirname(file)
+  package.path = dir .. "/?.lua;" .. dir .. "/?/init.lua;" .. package.path
+  local chunk, err = loadfile(file)
+  if not chunk then bad("%s", err) end
+  local ok, scenario = pcall(chunk)
+  if not ok then
+    if type(scenario) == "table" then scenario = tostring(scenario.message or scenario) end
+    bad("%s", tostring(scenario))
+  end
+  if type(scenario) ~= "table" or scenario.kind ~= "eutaxy.scenario" then
+    bad("%s must return sim.defineScenario{ ... }, got %s", file, type(scenario))
+  end
+  return scenario, dir
+end
+
+local function where(file, thing)
+  return string.format("%s:%s", file, thing.line or "?")
+end
+
+-- Everything core.explore needs, checked against the project's config.
+local function prepare(scenario, file, dir)
+  local cfg_path = join(dir, scenario.worker.config)
+  local ok, cfg = pcall(config.load, cfg_path)
+  if not ok then bad("%s: worker.config: %s", where(file, scenario), tostring(cfg)) end
+  local entry = join(dir, scenario.worker.entry)
+  local known = {}
+  for _, b in ipairs(cfg.bindings) do known[b.name] = b end
+  local function check_binding(binding, what, thing)
+    if not known[binding] then
+      local names = {}
+      for _, b in ipairs(cfg.bindings) do names[#names + 1] = b.name end
+      bad("%s: %s: no binding named %s in %s (bindings: %s)", where(file, thing), what, binding, cfg_path,
+        #names > 0 and table.concat(names, ", ") or "none")
+    end
+  end
+  local bindings = {}
+  for _, b in ipairs(cfg.bindings) do bindings[#bindings + 1] = { name = b.name, class_name = b.class_name } end
+  for _, s in ipairs(scenario.setup) do
+    check_binding(s.binding, "durableObject", s)
+    for _, b in ipairs(bindings) do
+      if b.name == s.binding then b.alarms = s.alarmsPerObject end
+    end
+  end
+  for _, inv in ipairs(scenario.invariants) do
+    if inv.table then check_binding(inv.table.binding, "invariant " .. inv.name, inv) end
+  end
+  local events = {}
+  if scenario.drive.kind == "http" then
+    for i, r in ipairs(scenario.drive.requests) do
+      local request = http.Request.new(r.path, { method = r.method, headers = r.headers, body = r.body })
+      events[i] = { kind = "fetch", label = "req-" .. i, request = http.to_wire(request) }
+    end
+  else
+    for i, c in ipairs(scenario.drive.calls) do
+      check_binding(c.binding, "rpc", scenario.drive)
+      events[i] = { kind = "rpc", label = "call-" .. i, binding = c.binding, name = c.name, method = c.method,
+                    args = c.args }
+    end
+  end
+  return {
+    entry = entry, projectdir = dirname(entry), bindings = bindings, events = events,
+    seed = seed_number(scenario.seed),
+  }
+end
+
+local function setup_fn(scenario)
+  return function(world)
+    for _, s in ipairs(scenario.setup) do
+      for _, name in ipairs(seed.sorted_keys(s.sql or {})) do
+        seed.sql(world, s.binding, name, s.sql[name], "durableObject(" .. s.binding .. ").sql." .. name)
+      end
+      for _, name in ipairs(seed.sorted_keys(s.kv or {})) do
+        seed.kv(world, s.binding, name, s.kv[name], "durableObject(" .. s.binding .. ").kv." .. name)
+      end
+    end
+  end
+end
+
+-- What an invariant sees of a run.
+local State = {}
+State.__index = State
+
+-- The table's rows and columns, read once per run and handle.
+function State:_read(handle)
+  local cached = self._tables[handle]
+  if cached then return cached end
+  local w = self._world
+  local hex = w:id_from_name(handle.binding, handle.name)
+  local ok, result = pcall(w.exec, w, handle.binding, hex, handle.name,
+    "SELECT * FROM " .. seed.quote_ident(handle.table))
+  if not ok then
+    local msg = tostring(result)
+    if msg:find("no such table") then
+      bad("%s:%s: table %s/%s does not exist in DO:%s at the end of the run", handle.file or "?", handle.line or "?",
+        handle.name, handle.table, handle.binding)
+    end
+    bad("%s:%s: reading %s/%s: %s", handle.file or "?", handle.line or "?", handle.name, handle.table, msg)
+  end
+  local rows = {}
+  for i, raw in ipairs(result.rows) do
+    local row = {}
+    for c, column in ipairs(result.columnNames) do row[column] = raw[c] end
+    rows[i] = row
+  end
+  cached = { columns = result.columnNames, rows = rows }
+  self._tables[handle] = cached
+  return cached
+end
+
+--- The table's rows at the end of the run, as tables keyed by column (NULL absent).
+function State:rows(handle) return self:_read(handle).rows end
+
+--- The table's columns, in table order.
+function State:columns(handle) return self:_read(handle).columns end
+
+local function responses(answers, kind)
+  local list = {}
+  for i, a in ipairs(answers or {}) do
+    local r = { event = a.event, deliveries = a.deliveries }
+    if a.lost then
+      r.lost = true
+    elseif a.ok and kind == "http" and type(a.value) == "table" then
+      r.status, r.body = a.value.status, a.value.body
+    elseif a.ok then
+      r.value = a.value
+    else
+      r.error = a.error
+      if kind == "http" then r.status, r.body = 500, tostring(a.error and a.error.message) end
+    end
+    list[i] = r
+  end
+  return list
+end
+
+local function check_fn(scenario)
+  return function(run)
+    if run.uncaught then
+      return { invariant = "no-uncaught-errors", message = run.uncaught .. " (uncaught)" }
+    end
+    if not run.settled then
+      return { invariant = "run-settles", message = string.format(
+        "the run did not settle within %d events (bounds.maxEventsPerRun)", scenario.bounds.maxEventsPerRun) }
+    end
+    local state = setmetatable({ _world = run.world, _tables = {},
+                                 responses = responses(run.answers, scenario.drive.kind) }, State)
+    for _, inv in ipairs(scenario.invariants) do
+      local ok, v = pcall(sim.evaluate, inv, state)
+      if not ok then
+        if getmetatable(v) == Bad then error(v, 0) end
+        bad("%s", tostring(v))
+      end
+      if v then
+        v.capped = run.capped
+        return v
+      end
+    end
+    return nil
+  end
+end
+
+-- ---- the report -----------------------------------------------------------
+
+local function plural(n, one, many)
+  return string.format("%d %s", n, n == 1 and one or (many or one .. "s"))
+end
+
+local function by_faults(counted)
+  local parts = {}
+  for i = 1, #counted do
+    if counted[i] > 0 then
+      parts[#parts + 1] = string.format("%s: %d", plural(i - 1, "fault"), counted[i])
+    end
+  end
+  return table.concat(parts, ", ")
+end
+
+local function total(counted)
+  local n = 0
+  for _, c in ipairs(counted) do n = n + c end
+  return n
+end
+
+local function cell(v)
+  if v == nil then return "NULL" end
+  return tostring(v)
+end
+
+local function rows_table(columns, rows)
+  if not columns or not rows or #rows == 0 then return {} end
+  local width = {}
+  for c, name in ipairs(columns) do
+    width[c] = #name
+    for _, row in ipairs(rows) do width[c] = math.max(width[c], #cell(row[name])) end
+  end
+  local lines = {}
+  local function line(values)
+    local parts = {}
+    for c, v in ipairs(values) do parts[c] = v .. string.rep(" ", width[c] - #v) end
+    lines[#lines + 1] = "  " .. table.concat(parts, "  "):gsub("%s+$", "")
+  end
+  line(columns)
+  for _, row in ipairs(rows) do
+    local values = {}
+    for c, name in ipairs(columns) do values[c] = cell(row[name]) end
+    line(values)
+  end
+  return lines
+end
+
+local function split_lines(s)
+  local lines = {}
+  for line in (s or ""):gmatch("[^\n]+") do lines[#lines + 1] = line end
+  return lines
+end
+
+local function event_labels(scenario, indices)
+  local prefix = scenario.drive.kind == "http" and "req-" or "call-"
+  local labels = {}
+  for i, e in ipairs(indices or {}) do labels[i] = prefix .. e end
+  return labels
+end
+
+local function replay_command(file, schedule)
+  return string.format("eutaxy check %s --replay %s", file, schedule)
+end
+
+local function bounds_line(scenario)
+  local b = scenario.bounds
+  local caps = {}
+  for _, s in ipairs(scenario.setup) do caps[#caps + 1] = s.binding .. " " .. s.alarmsPerObject end
+  return string.format("maxFaultsPerRun %d, maxRedeliveries %d, maxConcurrentInvocations %d, alarmsPerObject %s, budgetMs %d",
+    b.maxFaultsPerRun, b.maxRedeliveries, b.maxConcurrentInvocations,
+    #caps > 0 and table.concat(caps, ", ") or "-", b.budgetMs)
+end
+
+local function report_text(r)
+  local out = {}
+  local function put(s) out[#out + 1] = s or "" end
+  put(string.format("%s  %s  (seed %s)", r.verdict, r.scenario, tostring(r.seed)))
+  if r.verdict == "VIOLATED" then
+    put()
+    put(string.format("Invariant %s is violated: %s", r.invariant, r.message))
+    if r.capped then put("  (this run reached alarmsPerObject: an alarm it needed may not have fired)") end
+    local table_lines = rows_table(r.columns, r.rows)
+    if #table_lines > 0 then
+      put()
+      for _, l in ipairs(table_lines) do put(l) end
+    end
+    put()
+    put(string.format("Schedule (run seed %s), events kept: %s", r.schedule, table.concat(r.events, ", ")))
+    if #r.faults == 0 then put("  no fault: the events' interleaving alone") end
+    for _, f in ipairs(r.faults) do put("  " .. f) end
+    put()
+    put("Trace:")
+    for _, l in ipairs(r.trace) do put("  " .. l) end
+    put()
+    put(string.format("Found after %s (%s) in %d ms; shrunk in %s.", plural(r.schedules, "schedule"),
+      r.byFaults, r.elapsedMs, plural(r.shrinkRuns, "run")))
+    put("Replay: " .. r.replay)
+  elseif r.verdict == "BOUNDED" then
+    put()
+    put(string.format("No invariant is violated in any of the %s within the bounds (%s), explored in %d ms.",
+      plural(r.schedules, "schedule"), r.byFaults, r.elapsedMs))
+    put("Bounds: " .. r.bounds)
+    put("Faults: " .. r.faultKinds)
+  elseif r.verdict == "INCONCLUSIVE" then
+    put()
+    put(r.why)
+    put(string.format("%s explored (%s) in %d ms; no violation among them.", plural(r.schedules, "schedule"),
+      r.byFaults, r.elapsedMs))
+    put("Bounds: " .. r.bounds)
+  elseif r.verdict == "NONDETERMINISTIC" then
+    put()
+    put(r.message)
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+-- ---- main -------------------------------------------------------------------
+
+local function run_check(o)
+  local scenario, dir = load_scenario(o.file)
+  local p = prepare(scenario, o.file, dir)
+  local b = scenario.bounds
+  local opts = {
+    entry = p.entry, projectdir = p.projectdir, libdir = LIBDIR, bindings = p.bindings, seed = p.seed,
+    events = p.events, retries = scenario.drive.retries, maxConcurrent = b.maxConcurrentInvocations,
+    maxRedeliveries = b.maxRedeliveries, maxFaults = b.maxFaultsPerRun, maxEvents = b.maxEventsPerRun,
+    budgetMs = o.budget or b.budgetMs, faults = scenario.faults or sim.FAULT_KINDS,
+    setup = setup_fn(scenario), check = check_fn(scenario),
+    checkDeterminism = o.determinism, jobs = o.jobs, shardK = o.shard_k, shardN = o.shard_n,
+  }
+  local caps = {}
+  for _, s in ipairs(scenario.setup) do caps[s.binding] = s.alarmsPerObject end
+  local r = { scenario = scenario.name, seed = scenario.seed, file = o.file, bounds = bounds_line(scenario),
+              faultKinds = table.concat(scenario.faults or sim.FAULT_KINDS, ", "),
+              faultKindsList = scenario.faults or sim.FAULT_KINDS,
+              boundsTable = { maxFaultsPerRun = b.maxFaultsPerRun, maxRedeliveries = b.maxRedeliveries,
+                              maxConcurrentInvocations = b.maxConcurrentInvocations, budgetMs = opts.budgetMs,
+                              maxEventsPerRun = b.maxEventsPerRun, alarmsPerObject = caps } }
+  local result, err, kind
+  if o.replay then
+    opts.mode, opts.replay, opts.trace = "replay", o.replay, true
+    result, err, kind = core.explore(opts)
+  else
+    if o.random then opts.mode, opts.runs, opts.randomSeed = "random", o.random, o.seed or 1 end
+    opts.shrink = true
+    result, err, kind = core.explore(opts)
+    if result and result.verdict == "VIOLATED" then
+      local first = result
+      opts.mode, opts.replay, opts.trace, opts.shrink, opts.jobs = "replay", first.schedule, true, false, 1
+      opts.checkDeterminism = false
+      result, err, kind = core.explore(opts)
+      if result then
+        result.runs, result.counted, result.elapsedMs, result.shrinkRuns =
+          first.runs, first.counted, first.elapsedMs, first.shrinkRuns
+        if result.verdict ~= "VIOLATED" then
+          err, kind, result = "the violating schedule " .. first.schedule .. " did not violate again on replay", "nondeterministic", nil
+        end
+      end
+    end
+  end
+  if not result then
+    if kind == "nondeterministic" then
+      r.verdict, r.message = "NONDETERMINISTIC", err
+      return r
+    end
+    bad("%s", tostring(err))
+  end
+  r.verdict = result.verdict
+  r.schedules, r.byFaults, r.elapsedMs, r.shrinkRuns = total(result.counted), by_faults(result.counted),
+    result.elapsedMs, result.shrinkRuns or 0
+  r.runs = result.runs
+  r.byFaultsList = {}
+  for i, n in ipairs(result.counted) do
+    if n > 0 then r.byFaultsList[#r.byFaultsList + 1] = { faults = i - 1, schedules = n } end
+  end
+  if o.replay and result.verdict == "BOUNDED" then r.verdict = "HOLDS" end
+  if result.schedule then
+    r.schedule = result.schedule
+    r.events = event_labels(scenario, result.events)
+    r.faults = split_lines(result.faultLog)
+    r.trace = split_lines(result.trace)
+    r.replay = replay_command(o.file, result.schedule)
+  end
+  if result.violation then
+    local v = result.violation
+    r.invariant, r.message, r.columns, r.rows, r.capped = v.invariant, v.message, v.columns, v.rows, v.capped
+  end
+  if r.verdict == "INCONCLUSIVE" then
+    r.why = o.random and string.format("Random exploration of %s found no violation; that proves nothing about the rest.",
+      plural(o.random, "schedule")) or string.format("The budget of %d ms ran out before every schedule was explored.",
+      opts.budgetMs)
+  end
+  return r
+end
+
+local function report_replay(r)
+  local out = {}
+  if r.verdict == "VIOLATED" then return report_text(r) end
+  out[#out + 1] = string.format("HOLDS  %s  (seed %s)", r.scenario, tostring(r.seed))
+  out[#out + 1] = ""
+  out[#out + 1] = string.format("Schedule %s, events: %s: no invariant is violated.", r.schedule, table.concat(r.events, ", "))
+  for _, f in ipairs(r.faults) do out[#out + 1] = "  " .. f end
+  out[#out + 1] = ""
+  out[#out + 1] = "Trace:"
+  for _, l in ipairs(r.trace) do out[#out + 1] = "  " .. l end
+  return table.concat(out, "\n") .. "\n"
+end
+
+local function to_json(r)
+  return json.encode({
+    verdict = r.verdict, scenario = r.scenario, seed = r.seed, invariant = r.invariant, message = r.message,
+    columns = r.columns and json.array(r.columns), rows = r.rows and json.array(r.rows),
+    schedule = r.schedule, events = r.events and json.array(r.events),
+    faults = r.faults and json.array(r.faults), trace = r.trace and json.array(r.trace),
+    replay = r.replay, reason = r.why,
+    counts = r.schedules and { schedules = r.schedules, runs = r.runs, byFaults = json.array(r.byFaultsList),
+                               shrinkRuns = r.shrinkRuns, elapsedMs = r.elapsedMs },
+    bounds = r.boundsTable, faultKinds = r.faultKindsList and json.array(r.faultKindsList),
+  }) .. "\n"
+end
+
+--- Runs `eutaxy check` with argv (the arguments after "check"); returns the exit code.
+function checker.main(argv)
+  local ok, o = pcall(parse_args, argv)
+  if not ok then
+    io.stderr:write("eutaxy check: ", getmetatable(o) == Bad and o.message or tostring(o), "\n\n", USAGE, "\n")
+    return 2
+  end
+  if o.help then
+    io.stdout:write(USAGE, "\n")
+    return 0
+  end
+  local r
+  -- A scenario's mistake is reported plainly; anything else is eutaxy's and gets a traceback.
+  ok, r = xpcall(run_check, function(e)
+    if getmetatable(e) == Bad then return e end
+    return debug.traceback(tostring(e), 2)
+  end, o)
+  if not ok then
+    io.stderr:write("eutaxy check: ", getmetatable(r) == Bad and r.message or tostring(r), "\n")
+    return 2
+  end
+  if o.json then
+    io.stdout:write(to_json(r))
+  elseif o.quiet then
+    io.stdout:write(string.format("%s  %s\n", r.verdict, r.scenario))
+  elseif o.replay then
+    io.stdout:write(report_replay(r))
+  else
+    io.stdout:write(report_text(r))
+  end
+  if r.verdict == "HOLDS" then return 0 end
+  return EXIT[r.verdict] or 2
+end
+
+return checker
