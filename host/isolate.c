@@ -5,6 +5,8 @@
  * memory; past the limit an allocation fails and Lua raises its ordinary
  * "not enough memory" inside the isolate, which ends that invocation only.
  */
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,9 +17,25 @@
 #include "eutaxy.h"
 #include "isolate.h"
 
+/* Small blocks come from size classes of 16 bytes up to EU_SMALL, carved
+ * from chunks the isolate owns and kept on free lists: a Lua state makes and
+ * frees many small objects, and an isolate is closed all at once, so this
+ * is much cheaper than malloc for each. Sanitizer builds use malloc for
+ * everything, so that ASan sees every block. */
+#define EU_SMALL 512
+#define EU_CLASSES (EU_SMALL / 16)
+#define EU_CHUNK (64 * 1024)
+
+typedef struct slab_chunk {
+  struct slab_chunk *next;
+} slab_chunk;
+
 struct eu_isolate {
   lua_State *L;
   size_t mem, mem_limit;
+  void *free_list[EU_CLASSES];
+  char *bump, *bump_end;
+  slab_chunk *chunks;
   int64_t budget;    /* VM instructions left to the running turn */
   void *ud;
   void (*log)(void *ud, const char *msg, size_t len);
@@ -43,6 +61,8 @@ size_t eu_isolate_mem(eu_isolate *iso) {
   return iso->mem;
 }
 
+#if defined(EU_PLAIN_MALLOC)
+
 static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   eu_isolate *iso = ud;
   size_t old = ptr ? osize : 0;
@@ -57,6 +77,78 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   if (p) iso->mem = iso->mem - old + nsize;
   return p;
 }
+
+static void free_chunks(eu_isolate *iso) { (void)iso; }
+
+#else
+
+static int size_class(size_t n) { return (int)((n + 15) / 16) - 1; }
+
+static void *small_get(eu_isolate *iso, size_t n) {
+  int c = size_class(n);
+  size_t size = ((size_t)c + 1) * 16;
+  void *p = iso->free_list[c];
+  if (p) {
+    memcpy(&iso->free_list[c], p, sizeof(void *));
+    return p;
+  }
+  if ((size_t)(iso->bump_end - iso->bump) < size) {
+    slab_chunk *k = malloc(EU_CHUNK);
+    if (!k) return NULL;
+    k->next = iso->chunks;
+    iso->chunks = k;
+    iso->bump = (char *)k + 16;  /* blocks stay 16-byte aligned */
+    iso->bump_end = (char *)k + EU_CHUNK;
+  }
+  p = iso->bump;
+  iso->bump += size;
+  return p;
+}
+
+static void small_put(eu_isolate *iso, void *p, size_t n) {
+  int c = size_class(n);
+  memcpy(p, &iso->free_list[c], sizeof(void *));
+  iso->free_list[c] = p;
+}
+
+static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  eu_isolate *iso = ud;
+  size_t old = ptr ? osize : 0;
+  void *p;
+  if (nsize == 0) {
+    if (ptr) {
+      if (old <= EU_SMALL) small_put(iso, ptr, old);
+      else free(ptr);
+    }
+    iso->mem -= old;
+    return NULL;
+  }
+  if (nsize > old && iso->mem - old + nsize > iso->mem_limit) return NULL;
+  if (ptr && old > EU_SMALL && nsize > EU_SMALL) {
+    p = realloc(ptr, nsize);
+  } else if (ptr && old <= EU_SMALL && nsize <= EU_SMALL && size_class(old) == size_class(nsize)) {
+    p = ptr;
+  } else {
+    p = nsize <= EU_SMALL ? small_get(iso, nsize) : malloc(nsize);
+    if (p && ptr) {
+      memcpy(p, ptr, old < nsize ? old : nsize);
+      if (old <= EU_SMALL) small_put(iso, ptr, old);
+      else free(ptr);
+    }
+  }
+  if (p) iso->mem = iso->mem - old + nsize;
+  return p;
+}
+
+static void free_chunks(eu_isolate *iso) {
+  while (iso->chunks) {
+    slab_chunk *k = iso->chunks;
+    iso->chunks = k->next;
+    free(k);
+  }
+}
+
+#endif
 
 static int l_print(lua_State *L) {
   eu_isolate *iso = eu_isolate_of(L);
@@ -140,6 +232,15 @@ static void remember_path(const char *key, size_t klen, const char *path) {
   founds[h] = f;
 }
 
+typedef struct copen {
+  char *key;   /* package.cpath, NUL, name */
+  size_t klen;
+  lua_CFunction open;
+  struct copen *next;
+} copen;
+
+static copen *copens[CHUNK_BUCKETS];
+
 static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud) {
   eu_buf *b = ud;
   (void)L;
@@ -171,6 +272,12 @@ int eu_isolate_loadfile(lua_State *L, const char *path) {
 void eu_isolate_cache_clear(void) {
   int i;
   for (i = 0; i < CHUNK_BUCKETS; i++) {
+    while (copens[i]) {
+      copen *c = copens[i];
+      copens[i] = c->next;
+      free(c->key);
+      free(c);
+    }
     while (founds[i]) {
       found *f = founds[i];
       founds[i] = f->next;
@@ -213,6 +320,60 @@ static int searcher(lua_State *L) {
   path = lua_tostring(L, -1);
   if (eu_isolate_loadfile(L, path) != LUA_OK)
     return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s", name, path, lua_tostring(L, -1));
+  lua_pushstring(L, path);
+  return 2;
+}
+
+/* package.searchers[3] with a cache: C modules (lua-cjson) are opened once
+ * per process; every later isolate gets the same luaopen_ function without
+ * a file system search or a dlopen. */
+static int csearcher(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1), *key, *path, *mark;
+  size_t klen;
+  copen *c;
+  unsigned h;
+  void *lib;
+  lua_CFunction open;
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "cpath");
+  lua_pushliteral(L, "\0");
+  lua_pushvalue(L, 1);
+  lua_concat(L, 3);
+  key = lua_tolstring(L, -1, &klen);
+  h = hash_bytes(key, klen);
+  for (c = copens[h]; c; c = c->next)
+    if (c->klen == klen && memcmp(c->key, key, klen) == 0) {
+      lua_pushcfunction(L, c->open);
+      lua_pushliteral(L, ":cached");
+      return 2;
+    }
+  lua_getfield(L, -2, "searchpath");
+  lua_pushvalue(L, 1);
+  lua_getfield(L, -4, "cpath");
+  lua_call(L, 2, 2);
+  if (lua_isnil(L, -2)) return 1;
+  path = lua_tostring(L, -2);
+  lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s", name, path, dlerror());
+  mark = strchr(name, '-');  /* "a-b" opens as luaopen_b, as Lua's own searcher does */
+  lua_pushstring(L, mark ? mark + 1 : name);
+  lua_pushliteral(L, "luaopen_");
+  lua_insert(L, -2);
+  lua_concat(L, 2);
+  luaL_gsub(L, lua_tostring(L, -1), ".", "_");
+  open = (lua_CFunction)(uintptr_t)dlsym(lib, lua_tostring(L, -1));
+  if (!open) return luaL_error(L, "error loading module '%s' from file '%s':\n\tno %s", name, path, lua_tostring(L, -1));
+  c = calloc(1, sizeof *c);
+  if (c && (c->key = malloc(klen)) != NULL) {  /* the library stays open: c keeps its function */
+    memcpy(c->key, key, klen);
+    c->klen = klen;
+    c->open = open;
+    c->next = copens[h];
+    copens[h] = c;
+  } else {
+    free(c);
+  }
+  lua_pushcfunction(L, open);
   lua_pushstring(L, path);
   return 2;
 }
@@ -268,6 +429,8 @@ static int boot(lua_State *L) {
   lua_getfield(L, -1, "searchers");
   lua_pushcfunction(L, searcher);
   lua_rawseti(L, -2, 2);
+  lua_pushcfunction(L, csearcher);
+  lua_rawseti(L, -2, 3);
   lua_pop(L, 2);
   /* loadfile goes through the cache too; other modes use the original */
   lua_getglobal(L, "loadfile");
@@ -292,6 +455,7 @@ int eu_isolate_new(eu_isolate **out, const eu_isolate_opts *o, char *err, size_t
   iso->log = o->log;
   L = lua_newstate(alloc, iso);
   if (!L) {
+    free_chunks(iso);
     free(iso);
     return eu_err(err, errlen, EU_ENOMEM, "out of memory creating an isolate");
   }
@@ -311,6 +475,7 @@ int eu_isolate_new(eu_isolate **out, const eu_isolate_opts *o, char *err, size_t
 void eu_isolate_close(eu_isolate *iso) {
   if (!iso) return;
   if (iso->L) lua_close(iso->L);
+  free_chunks(iso);
   free(iso);
 }
 

@@ -34,6 +34,13 @@ typedef struct snapshot {
   size_t len;
 } snapshot;
 
+/* An object's database, kept across runs in baseline mode. */
+typedef struct pooled {
+  int ns;
+  char hex[65];
+  eu_store *store;
+} pooled;
+
 typedef struct xctx {
   lua_State *L;
   int check_idx;            /* the check function, on L's stack */
@@ -44,6 +51,8 @@ typedef struct xctx {
   eu_drive_event *events;
   snapshot *snaps;
   int nsnaps;
+  pooled *pool;
+  int npool, cappool;
   int keep;                 /* keep the last run's trace, faults and violation */
   int determinism;          /* run every schedule twice and compare */
   const char *target;       /* shrinking: only a violation of this invariant counts */
@@ -78,6 +87,8 @@ static int opt_bool(lua_State *L, int t, const char *field) {
 
 static void free_ctx(xctx *x) {
   int i;
+  for (i = 0; i < x->npool; i++) eu_store_close(x->pool[i].store);
+  free(x->pool);
   for (i = 0; i < x->nsnaps; i++) {
     free(x->snaps[i].name);
     free(x->snaps[i].image);
@@ -251,6 +262,72 @@ static void build_snapshots(lua_State *L, xctx *x) {
   eu_world_free(w);
 }
 
+/* ---- the store pool ----------------------------------------------------
+ *
+ * Each object's database is opened once per exploration, from its setup
+ * snapshot, and every run works inside an outer transaction that is rolled
+ * back when the run ends: no run reopens a database or prepares its
+ * statements again. */
+
+static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, size_t errlen) {
+  xctx *x = ud;
+  pooled *p;
+  int i;
+  for (i = 0; i < x->npool; i++)
+    if (x->pool[i].ns == ns && strcmp(x->pool[i].hex, hex) == 0) {
+      if (eu_store_baseline_begin(x->pool[i].store) != EU_OK) {
+        eu_err(err, errlen, EU_ESQL, "%s", eu_store_errmsg(x->pool[i].store));
+        return NULL;
+      }
+      return x->pool[i].store;
+    }
+  if (x->npool == x->cappool) {
+    int cap = x->cappool ? x->cappool * 2 : 8;
+    pooled *a = realloc(x->pool, (size_t)cap * sizeof *a);
+    if (!a) {
+      eu_err(err, errlen, EU_ENOMEM, "out of memory");
+      return NULL;
+    }
+    x->pool = a;
+    x->cappool = cap;
+  }
+  p = &x->pool[x->npool];
+  memset(p, 0, sizeof *p);
+  p->ns = ns;
+  snprintf(p->hex, sizeof p->hex, "%s", hex);
+  if (eu_store_open(&p->store, NULL, err, errlen) != EU_OK) return NULL;
+  for (i = 0; i < x->nsnaps; i++) {
+    snapshot *sn = &x->snaps[i];
+    if (sn->ns == ns && strcmp(sn->hex, hex) == 0 &&
+        eu_store_restore(p->store, sn->image, sn->len) != EU_OK) {
+      eu_err(err, errlen, EU_ESQL, "restoring the setup: %s", eu_store_errmsg(p->store));
+      eu_store_close(p->store);
+      return NULL;
+    }
+  }
+  if (eu_store_baseline_begin(p->store) != EU_OK) {
+    eu_err(err, errlen, EU_ESQL, "%s", eu_store_errmsg(p->store));
+    eu_store_close(p->store);
+    return NULL;
+  }
+  x->npool++;
+  return p->store;
+}
+
+/* After a run: every database back to its setup. One whose transaction
+ * SQLite ended by itself is dropped and opened afresh next time. */
+static void rewind_pool(xctx *x) {
+  int i = 0;
+  while (i < x->npool) {
+    if (eu_store_baseline_lost(x->pool[i].store) || eu_store_baseline_end(x->pool[i].store) != EU_OK) {
+      eu_store_close(x->pool[i].store);
+      x->pool[i] = x->pool[--x->npool];
+      continue;
+    }
+    i++;
+  }
+}
+
 /* ---- one run ---------------------------------------------------------- */
 
 /* Pushes the answers as the check function sees them. */
@@ -346,17 +423,12 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   o.choose_ud = ch;
   o.max_faults = cap;
   o.no_trace = !trace;
+  /* An isolate lives for one run: collecting less often is cheaper, and
+   * the memory limit still holds. */
+  o.gc_pause = 400;
+  o.store_provider = provide_store;
+  o.store_ud = x;
   if ((rc = eu_world_new(&w, &o, err, errlen)) != EU_OK) return rc;
-  for (i = 0; i < x->nsnaps; i++) {
-    snapshot *sn = &x->snaps[i];
-    eu_object *obj = eu_world_object(w, sn->ns, sn->hex, sn->name, err, errlen);
-    eu_store *s = obj ? eu_object_store(w, obj, err, errlen) : NULL;
-    if (!s || eu_store_restore(s, sn->image, sn->len) != EU_OK) {
-      if (s) eu_err(err, errlen, EU_ESQL, "restoring the setup: %s", eu_store_errmsg(s));
-      eu_world_free(w);
-      return EU_ESQL;
-    }
-  }
   answers = calloc((size_t)(d.n ? d.n : 1), sizeof *answers);
   if (!answers) {
     eu_world_free(w);
@@ -376,6 +448,7 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   for (i = 0; i < d.n; i++) free(answers[i].data);
   free(answers);
   eu_world_free(w);
+  rewind_pool(x);
   return rc;
 }
 

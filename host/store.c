@@ -33,6 +33,7 @@
 enum {
   IS_BEGIN, IS_COMMIT, IS_ROLLBACK,
   IS_SAVEPOINT, IS_RELEASE, IS_ROLLBACK_TO,
+  IS_TURN_BEGIN, IS_TURN_RELEASE, IS_TURN_ROLLBACK,
   IS_ALARM_GET, IS_ALARM_SET, IS_ALARM_DEL,
   IS_KV_GET, IS_KV_PUT, IS_KV_DEL, IS_KV_DEL_ALL, IS_KV_LIST, IS_KV_LIST_REV,
   IS_COUNT
@@ -47,6 +48,9 @@ static const char *const eu_isql[IS_COUNT] = {
   "SAVEPOINT eu_sp",
   "RELEASE eu_sp",
   "ROLLBACK TO eu_sp",
+  "SAVEPOINT eu_turn",
+  "RELEASE eu_turn",
+  "ROLLBACK TO eu_turn",
   "SELECT at, retry FROM _eutaxy_alarm WHERE id = 1",
   "INSERT OR REPLACE INTO _eutaxy_alarm(id, at, retry) VALUES (1, ?1, ?2)",
   "DELETE FROM _eutaxy_alarm",
@@ -79,6 +83,8 @@ struct eu_store {
   int internal;        /* the authorizer lets everything through */
   int denied;          /* the authorizer refused since the last prepare or step */
   int depth;           /* open savepoints */
+  int baseline;        /* a run's outer transaction is open: turns are savepoints in it */
+  int turn;            /* in baseline mode: a turn's savepoint is open */
   int alarm_dirty;
   uint64_t tick;
   int ncache;
@@ -492,18 +498,68 @@ void eu_store_reset(eu_store *s, sqlite3_stmt *st) {
 
 /* The turn */
 
+/* Baseline mode (the checker): one outer transaction spans a whole run, a
+ * turn is a savepoint in it, and ending the baseline rolls everything back,
+ * so the next run starts from the same database without reopening it or
+ * preparing its statements again. SQLite can end a transaction by itself
+ * after some failures; then the baseline is lost and the store says so. */
+int eu_store_baseline_begin(eu_store *s) {
+  int rc;
+  if (s->baseline) return EU_OK;
+  if (!sqlite3_get_autocommit(s->db)) return fail(s, EU_EINVAL, "a transaction is open");
+  rc = is_run(s, IS_BEGIN);
+  if (rc < 0) return rc;
+  s->baseline = 1;
+  s->turn = 0;
+  s->depth = 0;
+  return EU_OK;
+}
+
+int eu_store_baseline_end(eu_store *s) {
+  int rc = EU_OK;
+  if (!s->baseline) return EU_OK;
+  reset_busy(s);
+  if (!sqlite3_get_autocommit(s->db)) rc = is_run(s, IS_ROLLBACK);
+  s->baseline = s->turn = s->depth = 0;
+  s->alarm_dirty = 0;
+  return rc;
+}
+
+int eu_store_baseline_lost(eu_store *s) {
+  return s->baseline && sqlite3_get_autocommit(s->db);
+}
+
 int eu_store_touch(eu_store *s) {
+  if (s->baseline) {
+    int rc;
+    if (s->turn) return EU_OK;
+    if (sqlite3_get_autocommit(s->db)) return fail(s, EU_ESQL, "the run's transaction was rolled back by SQLite");
+    rc = is_run(s, IS_TURN_BEGIN);
+    if (rc < 0) return rc;
+    s->turn = 1;
+    s->depth = 0;
+    return EU_OK;
+  }
   if (!sqlite3_get_autocommit(s->db)) return EU_OK;
   s->depth = 0;
   return is_run(s, IS_BEGIN);
 }
 
 int eu_store_in_turn(eu_store *s) {
+  if (s->baseline) return s->turn;
   return !sqlite3_get_autocommit(s->db);
 }
 
 int eu_store_commit(eu_store *s) {
   int rc;
+  if (s->baseline) {
+    if (!s->turn) return EU_OK;
+    reset_busy(s);
+    s->turn = 0;
+    s->depth = 0;
+    if (sqlite3_get_autocommit(s->db)) return fail(s, EU_ESQL, "the run's transaction was rolled back by SQLite");
+    return is_run(s, IS_TURN_RELEASE);
+  }
   if (sqlite3_get_autocommit(s->db)) {
     s->depth = 0;
     return EU_OK;
@@ -524,6 +580,16 @@ int eu_store_commit(eu_store *s) {
 
 int eu_store_rollback(eu_store *s) {
   int rc;
+  if (s->baseline) {
+    if (!s->turn) return EU_OK;
+    reset_busy(s);
+    s->turn = 0;
+    s->depth = 0;
+    if (sqlite3_get_autocommit(s->db)) return EU_OK;
+    rc = is_run(s, IS_TURN_ROLLBACK);
+    if (rc < 0) return rc;
+    return is_run(s, IS_TURN_RELEASE);
+  }
   s->depth = 0;
   if (sqlite3_get_autocommit(s->db)) return EU_OK;
   reset_busy(s);

@@ -48,6 +48,7 @@ struct eu_object {
   char *name;         /* NULL for an id made by newUniqueId */
   char tag[96];       /* how the trace names it: DO:POOL(pool) */
   eu_store *store;    /* opened on first use, kept across resets */
+  int store_lent;     /* from the world's store provider: not ours to close */
   eu_isolate *iso;    /* NULL until constructed, and again after a reset */
   int dispatch_ref;   /* runtime dispatch function in iso */
   int wire_error_ref; /* runtime.wire_error in iso */
@@ -444,10 +445,14 @@ eu_object *eu_world_object_by_name(eu_world *w, const char *binding, const char 
 }
 
 eu_store *eu_object_store(eu_world *w, eu_object *o, char *err, size_t errlen) {
-  (void)w;
   if (o->ns < 0) {
     eu_err(err, errlen, EU_EINVAL, "the worker has no storage");
     return NULL;
+  }
+  if (!o->store && w->o.store_provider) {
+    o->store = w->o.store_provider(w->o.store_ud, o->ns, o->hex, err, errlen);
+    o->store_lent = o->store != NULL;
+    return o->store;
   }
   if (!o->store && eu_store_open(&o->store, NULL, err, errlen) != EU_OK) return NULL;
   return o->store;
@@ -515,6 +520,7 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   o->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_settop(L, 0);
   lua_gc(L, LUA_GCRESTART);
+  if (w->o.gc_pause > 0) lua_gc(L, LUA_GCINC, w->o.gc_pause, 0, 0);
   return EU_OK;
 fail:
   eu_err(err, errlen, EU_ELUA, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "error object is not a string");
@@ -1293,7 +1299,7 @@ void eu_world_free(eu_world *w) {
   for (i = 0; i < w->nobjects; i++) {
     eu_object *o = w->objects[i];
     eu_isolate_close(o->iso);
-    if (o->store) eu_store_close(o->store);
+    if (o->store && !o->store_lent) eu_store_close(o->store);
     free(o->name);
     free(o);
   }

@@ -54,6 +54,7 @@ typedef struct eu_world_opts {
   void *choose_ud;
   int echo_log;             /* also write print() output of isolates to stderr */
   int no_trace;             /* keep no trace: exploration runs faster without one */
+  int gc_pause;             /* the isolates' garbage-collector pause, percent; 0: Lua's default */
   /* Faults (fault.h): which kinds may strike, how many per run, how often one
    * event may be run again by a fault, and how many times each object's alarm
    * may fire (per binding; 0 or NULL for no cap). */
@@ -61,6 +62,11 @@ typedef struct eu_world_opts {
   int max_faults;
   int max_redeliveries;
   const int *alarm_caps;
+  /* Where objects' databases come from. NULL: a private in-memory database
+   * per object, closed with the world. A provider's stores stay the
+   * provider's: the world never closes them. */
+  eu_store *(*store_provider)(void *ud, int ns, const char *hex, char *err, size_t errlen);
+  void *store_ud;
 } eu_world_opts;
 
 #define EU_DEFAULT_START_MS INT64_C(1767225600000)  /* 2026-01-01T00:00:00Z */

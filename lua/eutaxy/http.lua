@@ -10,7 +10,12 @@
 -- copy of this module (so its own metatables). to_wire/from_wire turn a
 -- Request or Response into a plain table and back for that crossing.
 
-local json = require "eutaxy.json"
+-- Loaded on first use: an object that never answers fetch never pays for JSON.
+local json = setmetatable({}, { __index = function(t, k)
+  local m = require "eutaxy.json"
+  setmetatable(t, { __index = m })
+  return m[k]
+end })
 local url = require "eutaxy.url"
 
 local type, tostring, setmetatable, getmetatable = type, tostring, setmetatable, getmetatable

@@ -7,9 +7,19 @@
 -- code any other way.
 local core = require "eutaxy.core"
 local errors = require "eutaxy.errors"
-local http = require "eutaxy.http"
-local storage = require "eutaxy.storage"
 local eutaxy = require "eutaxy"
+
+-- Loaded when first needed: an object that never answers fetch never loads
+-- HTTP, and the worker never loads storage.
+local function lazy(name)
+  return setmetatable({}, { __index = function(t, k)
+    local m = require(name)
+    setmetatable(t, { __index = m })
+    return m[k]
+  end })
+end
+local http = lazy "eutaxy.http"
+local storage = lazy "eutaxy.storage"
 
 local runtime = {}
 
