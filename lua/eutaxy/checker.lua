@@ -66,7 +66,9 @@ local function parse_args(argv)
       if not k or n < 1 or k < 1 or k > n then bad("--shard expects K/N with 1 <= K <= N, got %q", v) end
       o.shard_k, o.shard_n = k - 1, n
     elseif a == "-j" or a == "--jobs" then o.jobs = count(a)
-    elseif a:match("^%-j%d+$") then o.jobs = tonumber(a:sub(3))
+    elseif a:match("^%-j%d+$") then
+      o.jobs = math.tointeger(tonumber(a:sub(3)))
+      if not o.jobs or o.jobs < 1 then bad("-j expects a positive whole number, got %q", a:sub(3)) end
     elseif a == "--check-determinism" then o.determinism = true
     elseif a == "--budget-ms" then o.budget = count(a)
     elseif a == "--quiet" then o.quiet = true
@@ -192,8 +194,8 @@ function State:_read(handle)
   if not ok then
     local msg = tostring(result)
     if msg:find("no such table") then
-      bad("%s:%s: table %s/%s does not exist in DO:%s at the end of the run", handle.file or "?", handle.line or "?",
-        handle.name, handle.table, handle.binding)
+      bad("%s:%s: table %s/%s does not exist in DO:%s at the end of the run (invariant %q reads it)",
+        handle.file or "?", handle.line or "?", handle.name, handle.table, handle.binding, self._reader or "?")
     end
     bad("%s:%s: reading %s/%s: %s", handle.file or "?", handle.line or "?", handle.name, handle.table, msg)
   end
@@ -233,29 +235,49 @@ local function responses(answers, kind)
   return list
 end
 
+local function check_run(scenario, run)
+  if run.uncaught then
+    return { invariant = "no-uncaught-errors", message = run.uncaught .. " (uncaught)" }
+  end
+  -- Nothing catches what a driven call raises: an object's own error there is
+  -- as uncaught as one out of fetch (an infrastructure failure is a fault's doing).
+  if scenario.drive.kind == "rpc" then
+    for _, a in ipairs(run.answers or {}) do
+      local e = a.error
+      if a.ok == false and type(e) == "table" and e.remote then
+        return { invariant = "no-uncaught-errors", message = string.format("%s raised %s: %s (uncaught)",
+          a.event, tostring(e.name or "Error"), tostring(e.message)) }
+      end
+    end
+  end
+  if not run.settled then
+    return { invariant = "run-settles", message = string.format(
+      "the run did not settle within %d events (bounds.maxEventsPerRun)", scenario.bounds.maxEventsPerRun) }
+  end
+  local state = setmetatable({ _world = run.world, _tables = {},
+                               responses = responses(run.answers, scenario.drive.kind) }, State)
+  for _, inv in ipairs(scenario.invariants) do
+    state._reader = inv.name
+    local ok, v = pcall(sim.evaluate, inv, state)
+    if not ok then
+      if getmetatable(v) == Bad then error(v, 0) end
+      bad("%s", tostring(v))
+    end
+    if v then
+      v.capped = run.capped
+      return v
+    end
+  end
+  return nil
+end
+
+-- core.explore (C) reports what check raised by its text: a Bad table
+-- would reach the user as "the check raised", so its message goes as a string.
 local function check_fn(scenario)
   return function(run)
-    if run.uncaught then
-      return { invariant = "no-uncaught-errors", message = run.uncaught .. " (uncaught)" }
-    end
-    if not run.settled then
-      return { invariant = "run-settles", message = string.format(
-        "the run did not settle within %d events (bounds.maxEventsPerRun)", scenario.bounds.maxEventsPerRun) }
-    end
-    local state = setmetatable({ _world = run.world, _tables = {},
-                                 responses = responses(run.answers, scenario.drive.kind) }, State)
-    for _, inv in ipairs(scenario.invariants) do
-      local ok, v = pcall(sim.evaluate, inv, state)
-      if not ok then
-        if getmetatable(v) == Bad then error(v, 0) end
-        bad("%s", tostring(v))
-      end
-      if v then
-        v.capped = run.capped
-        return v
-      end
-    end
-    return nil
+    local ok, v = pcall(check_run, scenario, run)
+    if ok then return v end
+    error(getmetatable(v) == Bad and v.message or tostring(v), 0)
   end
 end
 
@@ -272,7 +294,9 @@ local function by_faults(counted)
       parts[#parts + 1] = string.format("%s: %d", plural(i - 1, "fault"), counted[i])
     end
   end
-  return table.concat(parts, ", ")
+  -- nothing at all was counted when a budget ran out during the first run
+  if #parts == 0 then return "" end
+  return " (" .. table.concat(parts, ", ") .. ")"
 end
 
 local function total(counted)
@@ -325,13 +349,13 @@ local function replay_command(file, schedule)
   return string.format("eutaxy check %s --replay %s", file, schedule)
 end
 
-local function bounds_line(scenario)
+local function bounds_line(scenario, budget_ms)
   local b = scenario.bounds
   local caps = {}
   for _, s in ipairs(scenario.setup) do caps[#caps + 1] = s.binding .. " " .. s.alarmsPerObject end
   return string.format("maxFaultsPerRun %d, maxRedeliveries %d, maxConcurrentInvocations %d, alarmsPerObject %s, budgetMs %d",
     b.maxFaultsPerRun, b.maxRedeliveries, b.maxConcurrentInvocations,
-    #caps > 0 and table.concat(caps, ", ") or "-", b.budgetMs)
+    #caps > 0 and table.concat(caps, ", ") or "-", budget_ms)
 end
 
 local function report_text(r)
@@ -355,19 +379,19 @@ local function report_text(r)
     put("Trace:")
     for _, l in ipairs(r.trace) do put("  " .. l) end
     put()
-    put(string.format("Found after %s (%s) in %d ms; shrunk in %s.", plural(r.schedules, "schedule"),
+    put(string.format("Found after %s%s in %d ms; shrunk in %s.", plural(r.schedules, "schedule"),
       r.byFaults, r.elapsedMs, plural(r.shrinkRuns, "run")))
     put("Replay: " .. r.replay)
   elseif r.verdict == "BOUNDED" then
     put()
-    put(string.format("No invariant is violated in any of the %s within the bounds (%s), explored in %d ms.",
+    put(string.format("No invariant is violated in any of the %s within the bounds%s, explored in %d ms.",
       plural(r.schedules, "schedule"), r.byFaults, r.elapsedMs))
     put("Bounds: " .. r.bounds)
     put("Faults: " .. r.faultKinds)
   elseif r.verdict == "INCONCLUSIVE" then
     put()
     put(r.why)
-    put(string.format("%s explored (%s) in %d ms; no violation among them.", plural(r.schedules, "schedule"),
+    put(string.format("%s explored%s in %d ms; no violation among them.", plural(r.schedules, "schedule"),
       r.byFaults, r.elapsedMs))
     put("Bounds: " .. r.bounds)
   elseif r.verdict == "NONDETERMINISTIC" then
@@ -378,6 +402,17 @@ local function report_text(r)
 end
 
 -- ---- main -------------------------------------------------------------------
+
+-- core.explore raises when the world cannot be built (a worker that does not
+-- parse, a class it does not export): the scenario's mistake, so reported
+-- without eutaxy's own stack. Called through pcall, luaL_error adds no
+-- position of ours to the message either.
+local function explore(opts)
+  local ok, result, err, kind = pcall(core.explore, opts)
+  if ok then return result, err, kind end
+  if getmetatable(result) == Bad then error(result, 0) end
+  bad("%s", (tostring(result):gsub("\n?stack traceback:.*$", "")))
+end
 
 local function run_check(o)
   local scenario, dir = load_scenario(o.file)
@@ -393,8 +428,8 @@ local function run_check(o)
   }
   local caps = {}
   for _, s in ipairs(scenario.setup) do caps[s.binding] = s.alarmsPerObject end
-  local r = { scenario = scenario.name, seed = scenario.seed, file = o.file, bounds = bounds_line(scenario),
-              faultKinds = table.concat(scenario.faults or sim.FAULT_KINDS, ", "),
+  local r = { scenario = scenario.name, seed = scenario.seed, file = o.file, bounds = bounds_line(scenario, opts.budgetMs),
+              faultKinds = #opts.faults > 0 and table.concat(opts.faults, ", ") or "none",
               faultKindsList = scenario.faults or sim.FAULT_KINDS,
               boundsTable = { maxFaultsPerRun = b.maxFaultsPerRun, maxRedeliveries = b.maxRedeliveries,
                               maxConcurrentInvocations = b.maxConcurrentInvocations, budgetMs = opts.budgetMs,
@@ -402,16 +437,16 @@ local function run_check(o)
   local result, err, kind
   if o.replay then
     opts.mode, opts.replay, opts.trace = "replay", o.replay, true
-    result, err, kind = core.explore(opts)
+    result, err, kind = explore(opts)
   else
     if o.random then opts.mode, opts.runs, opts.randomSeed = "random", o.random, o.seed or 1 end
     opts.shrink = true
-    result, err, kind = core.explore(opts)
+    result, err, kind = explore(opts)
     if result and result.verdict == "VIOLATED" then
       local first = result
       opts.mode, opts.replay, opts.trace, opts.shrink, opts.jobs = "replay", first.schedule, true, false, 1
       opts.checkDeterminism = false
-      result, err, kind = core.explore(opts)
+      result, err, kind = explore(opts)
       if result then
         result.runs, result.counted, result.elapsedMs, result.shrinkRuns =
           first.runs, first.counted, first.elapsedMs, first.shrinkRuns
