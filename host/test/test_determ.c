@@ -14,22 +14,9 @@
 
 #include "determ.h"
 #include "eutaxy.h"
+#include "test.h"
 #include "prng.h"
 
-#define ASSERT(c) do { \
-  if (!(c)) { fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #c); exit(1); } \
-} while (0)
-#define ASSERT_EQ(a, b) ASSERT((a) == (b))
-#define ASSERT_STR_EQ(a, b) do { \
-  const char *a_ = (a), *b_ = (b); \
-  if (strcmp(a_, b_) != 0) { \
-    fprintf(stderr, "%s:%d: expected \"%s\", got \"%s\"\n", __FILE__, __LINE__, b_, a_); exit(1); } \
-} while (0)
-#define ASSERT_CONTAINS(s, sub) do { \
-  const char *s_ = (s), *sub_ = (sub); \
-  if (!strstr(s_, sub_)) { \
-    fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__, __LINE__, s_, sub_); exit(1); } \
-} while (0)
 
 /* The world's side of the hooks: a clock the test sets, and either a script
  * of random draws or a seeded PRNG once the script runs out. */

@@ -15,26 +15,11 @@
 #include <lualib.h>
 
 #include "eutaxy.h"
+#include "test.h"
 #include "lstore.h"
 #include "store.h"
 
 
-#define ASSERT(expr) do {                                                   \
-    if (!(expr)) {                                                          \
-      fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #expr); \
-      abort();                                                              \
-    }                                                                       \
-  } while (0)
-#define ASSERT_OK(expr) ASSERT((expr) == EU_OK)
-#define ASSERT_EQ(a, b) ASSERT((a) == (b))
-#define ASSERT_CONTAINS(hay, needle) do {                                   \
-    const char *hay_ = (hay);                                               \
-    if (!hay_ || !strstr(hay_, (needle))) {                                 \
-      fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__, __LINE__, \
-              hay_ ? hay_ : "(null)", (needle));                            \
-      abort();                                                              \
-    }                                                                       \
-  } while (0)
 
 /* Helpers for the C tests */
 
