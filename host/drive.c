@@ -29,14 +29,21 @@ static int classify(eu_world *w, const char *data, size_t len) {
   return kind;
 }
 
+/* Submits one delivery; 0 when an injected fault lost the call before it
+ * arrived (the client sees the connection drop). */
 static int submit(eu_world *w, const eu_drive_event *e, int delivery, char *err, size_t errlen) {
   eu_object *target = NULL;
   char *payload;
-  int slot;
+  int slot, fault = EU_FAULT_NONE;
   if (e->kind == EU_CALL_RPC) {
+    char label[160];
     target = eu_world_object_by_name(w, e->binding, e->name);
     if (!target)
       return eu_err(err, errlen, EU_EINVAL, "%s: no durable object binding named %s", e->label, e->binding);
+    /* The drive's own calls to objects can fail as any call can. */
+    snprintf(label, sizeof label, "%.30s#%d (DO:%.40s %.60s)", e->label, delivery, e->binding, e->method);
+    fault = eu_world_fault(w, EU_FAULT_BIT(EU_FAULT_RPC_FAIL) | EU_FAULT_BIT(EU_FAULT_AMBIGUOUS), label);
+    if (fault == EU_FAULT_RPC_FAIL) return 0;
   }
   payload = malloc(e->len ? e->len : 1);
   if (!payload) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
@@ -44,7 +51,24 @@ static int submit(eu_world *w, const eu_drive_event *e, int delivery, char *err,
   slot = eu_world_submit(w, e->kind, target, e->kind == EU_CALL_RPC ? e->method : "fetch", payload,
                          e->len, e->label, delivery);
   if (!slot) return eu_err(err, errlen, EU_ENOMEM, "out of memory submitting %s", e->label);
+  if (fault == EU_FAULT_AMBIGUOUS) eu_world_slot_lose_answer(w, slot);
   return slot;
+}
+
+/* Delivers event i (its deliveries count already set), resending at once
+ * while a fault loses it before it arrives and the client has retries left.
+ * slots[i] is the slot in flight, or 0 when the last delivery was lost and
+ * its answer (none) is final. */
+static int deliver(eu_world *w, const eu_drive *d, int i, eu_drive_answer *answers, int *slots,
+                   char *err, size_t errlen) {
+  for (;;) {
+    int rc = submit(w, &d->events[i], answers[i].deliveries, err, errlen);
+    if (rc < 0) return rc;
+    slots[i] = rc;
+    if (rc > 0) return EU_OK;
+    if (answers[i].deliveries > d->retries) return EU_OK;  /* lost, and the client gives up */
+    answers[i].deliveries++;
+  }
 }
 
 int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *settled, char *err,
@@ -65,10 +89,9 @@ int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *
     int stepped;
     while (inflight < d->max_concurrent && next < d->n) {
       if (d->mask & ((uint64_t)1 << next)) {
-        if ((rc = submit(w, &d->events[next], 1, err, errlen)) < 0) goto done;
-        slots[next] = rc;
         answers[next].deliveries = 1;
-        inflight++;
+        if ((rc = deliver(w, d, next, answers, slots, err, errlen)) < 0) goto done;
+        if (slots[next]) inflight++;
       }
       next++;
     }
@@ -99,9 +122,11 @@ int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *
       }
       if (again) {
         free(data);
-        if ((rc = submit(w, &d->events[i], ++answers[i].deliveries, err, errlen)) < 0) goto done;
-        slots[i] = rc;
+        answers[i].deliveries++;
+        if ((rc = deliver(w, d, i, answers, slots, err, errlen)) < 0) goto done;
         rc = EU_OK;
+        if (slots[i]) continue;
+        inflight--;  /* lost before it arrived, with no retry left: deliver recorded it */
         continue;
       }
       answers[i].data = data;

@@ -1221,6 +1221,12 @@ int eu_world_run_alarm(eu_world *w, eu_object *o) {
   return slot;
 }
 
+void eu_world_slot_lose_answer(eu_world *w, int slot) {
+  eu_task *t;
+  for (t = w->tasks; t; t = t->next)
+    if (t->origin_slot == slot) t->lose_answer = 1;
+}
+
 int eu_world_slot_done(eu_world *w, int slot) {
   return slot > 0 && slot <= w->nslots && w->slots[slot - 1].used && w->slots[slot - 1].done;
 }

@@ -100,6 +100,9 @@ enum { EU_CALL_FETCH = 1, EU_CALL_RPC = 2 };
  * fault labels say "ambiguous at req-1#1 effect #0 (DO:POOL acquire)". */
 int eu_world_submit(eu_world *w, int kind, eu_object *target, const char *method, char *payload,
                     size_t len, const char *event, int delivery);
+/* The answer of the slot's call will be lost (the call still runs): a fault
+ * of the drive's own calls. */
+void eu_world_slot_lose_answer(eu_world *w, int slot);
 /* Starts the object's alarm now if one is set; returns the slot, or 0 if none is set. */
 int eu_world_run_alarm(eu_world *w, eu_object *o);
 int eu_world_slot_done(eu_world *w, int slot);
