@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The `eutaxy check` benchmark: time to verdict and schedules per second.
+# Builds nothing: it runs $EUTAXY_BIN (default build/eutaxy) from the repo root.
+#
+#   bench/check.sh            # leases, leases-fixed, wide-small, wide-small -j 2; 3 runs each
+#   bench/check.sh -n 5       # 5 runs each (the table shows the median)
+#   bench/check.sh --wide     # the full wide scenario (303,274 schedules) instead of wide-small
+#   bench/check.sh --only leases-fixed
+#
+# Exit 1 when a workload's verdict is not the expected one. See bench/README.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=3
+wide=small
+jobs=2
+only=""
+usage() {
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+  echo "options: -n RUNS (default 3), --wide, -j JOBS for the parallel workload (default 2), --only NAME"
+}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -n) runs="$2"; shift 2 ;;
+    --wide) wide=full; shift ;;
+    -j) jobs="$2"; shift 2 ;;
+    --only) only="$2"; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "bench/check.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+bin="${EUTAXY_BIN:-build/eutaxy}"
+if [ ! -x "$bin" ]; then
+  echo "bench/check.sh: no eutaxy binary at $bin (build it, or set EUTAXY_BIN)" >&2
+  exit 2
+fi
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+record="$tmp/runs.tsv"
+: > "$record"
+
+# name  expected-verdict  expected-schedules  jobs  scenario  [extra args]
+workloads=(
+  "leases|VIOLATED|8|1|scenarios/lease-pool/leases.sim.lua"
+  "leases-fixed|BOUNDED|12|1|scenarios/lease-pool/leases.fixed.sim.lua"
+)
+if [ "$wide" = full ]; then
+  workloads+=("wide|BOUNDED|303274|1|bench/check/wide/wide.sim.lua"
+              "wide-j$jobs|BOUNDED|303274|$jobs|bench/check/wide/wide.sim.lua")
+else
+  workloads+=("wide-small|BOUNDED|20944|1|bench/check/wide/wide-small.sim.lua"
+              "wide-small-j$jobs|BOUNDED|20944|$jobs|bench/check/wide/wide-small.sim.lua")
+fi
+
+echo "eutaxy: $bin ($("$bin" version 2>/dev/null || echo '?')), $runs run(s) per workload, $(nproc) cpu(s)"
+for w in "${workloads[@]}"; do
+  IFS='|' read -r name expect schedules njobs scenario <<< "$w"
+  if [ -n "$only" ] && [ "$only" != "$name" ]; then continue; fi
+  args=(check "$scenario" --json)
+  if [ "$njobs" -gt 1 ]; then args+=(-j "$njobs"); fi
+  for i in $(seq 1 "$runs"); do
+    out="$tmp/$name.$i.json"
+    t0=$(date +%s%N)
+    rc=0
+    "$bin" "${args[@]}" > "$out" 2> "$tmp/$name.$i.err" || rc=$?
+    t1=$(date +%s%N)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$expect" "$schedules" "$njobs" "$rc" "$((t1 - t0))" "$out" >> "$record"
+    printf '  %-16s run %d: exit %d, %d ms\n' "$name" "$i" "$rc" "$(((t1 - t0) / 1000000))" >&2
+    if [ "$rc" -ge 2 ] && [ "$rc" -ne 3 ]; then
+      echo "bench/check.sh: $name failed (exit $rc):" >&2
+      head -20 "$tmp/$name.$i.err" >&2
+    fi
+  done
+done
+echo
+"$bin" run bench/check/report.lua "$record"
