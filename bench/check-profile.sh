@@ -13,6 +13,8 @@
 #   bench/check-profile.sh --top N              # N symbols (default 30)
 #   bench/check-profile.sh --keep DIR           # keep perf.data / callgrind.out in DIR
 set -euo pipefail
+# $EUTAXY_BIN is taken relative to where the script was started; the default, from the repo root.
+if [ -n "${EUTAXY_BIN:-}" ] && [ "${EUTAXY_BIN#/}" = "$EUTAXY_BIN" ]; then EUTAXY_BIN="$PWD/$EUTAXY_BIN"; fi
 cd "$(dirname "$0")/.."
 
 scenario=bench/check/wide/wide-small.sim.lua
@@ -62,6 +64,9 @@ if [ "$tool" = callgrind ] && [ -z "$random" ]; then random=300; fi
 args=(check "$scenario" --quiet)
 if [ -n "$random" ]; then args+=(--random "$random" --seed 1); fi
 
+# functions whose inclusive share says where a run's time goes (perf only)
+stack_names="eu_world_new eu_isolate_new luaL_openlibs lua_load construct searcher run_turn eu_store_step sqlite3_step eu_clone_encode eu_clone_decode eu_world_free"
+
 # first N lines of stdin; reads all of it, so no SIGPIPE under pipefail
 first() { sed -n "1,${1}p"; }
 
@@ -82,6 +87,12 @@ case "$tool" in
     echo
     echo "== top 25 of eutaxy's own functions by inclusive time (children, self) =="
     report --children -g none --sort dso,symbol | awk -v exe="$(basename "$bin")" '$3 == exe' | first 25
+    echo
+    echo "== share of samples whose stack holds (per-run set-up and tear-down against the run itself) =="
+    perf script -i "$out/perf.data" 2> /dev/null | awk -v names="$stack_names" '
+      BEGIN { RS = ""; k = split(names, f, " ") }
+      { n++; for (i = 1; i <= k; i++) if ($0 ~ ("[ \t]" f[i] "[+(]")) hit[i]++ }
+      END { for (i = 1; i <= k; i++) printf "%6.1f%%  %s\n", 100 * hit[i] / (n ? n : 1), f[i] }'
     ;;
   callgrind)
     rc=0

@@ -9,6 +9,8 @@
 #
 # Exit 1 when a workload's verdict is not the expected one. See bench/README.md.
 set -euo pipefail
+# $EUTAXY_BIN is taken relative to where the script was started; the default, from the repo root.
+if [ -n "${EUTAXY_BIN:-}" ] && [ "${EUTAXY_BIN#/}" = "$EUTAXY_BIN" ]; then EUTAXY_BIN="$PWD/$EUTAXY_BIN"; fi
 cd "$(dirname "$0")/.."
 
 runs=3
