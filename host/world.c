@@ -532,13 +532,27 @@ fail:
 
 /* ---- host-made values ------------------------------------------------- */
 
+/* Encodes the n values on the scratch state's stack, and empties it. */
+static int encode_scratch(eu_world *w, int n, char **data, size_t *len) {
+  lua_State *S = w->scratch;
+  eu_buf b;
+  int rc;
+  eu_buf_init(&b);
+  rc = eu_clone_encode(S, 1, n, &b, NULL, 0);
+  lua_settop(S, 0);
+  if (rc != EU_OK) {
+    eu_buf_free(&b);
+    return rc;
+  }
+  *data = eu_buf_take(&b, len);
+  return EU_OK;
+}
+
 /* Encodes (false, { name, message, remote, retryable }) for an answer that
  * no user code produced. */
 static int error_payload(eu_world *w, const char *name, const char *message, int remote,
                          int retryable, char **data, size_t *len) {
   lua_State *S = w->scratch;
-  eu_buf b;
-  int rc;
   lua_settop(S, 0);
   lua_pushboolean(S, 0);
   lua_createtable(S, 0, 4);
@@ -550,32 +564,13 @@ static int error_payload(eu_world *w, const char *name, const char *message, int
   lua_setfield(S, -2, "remote");
   lua_pushboolean(S, retryable);
   lua_setfield(S, -2, "retryable");
-  eu_buf_init(&b);
-  rc = eu_clone_encode(S, 1, 2, &b, NULL, 0);
-  lua_settop(S, 0);
-  if (rc != EU_OK) {
-    eu_buf_free(&b);
-    return rc;
-  }
-  *data = eu_buf_take(&b, len);
-  return EU_OK;
+  return encode_scratch(w, 2, data, len);
 }
 
 static int ok_payload(eu_world *w, char **data, size_t *len) {
-  lua_State *S = w->scratch;
-  eu_buf b;
-  int rc;
-  lua_settop(S, 0);
-  lua_pushboolean(S, 1);
-  eu_buf_init(&b);
-  rc = eu_clone_encode(S, 1, 1, &b, NULL, 0);
-  lua_settop(S, 0);
-  if (rc != EU_OK) {
-    eu_buf_free(&b);
-    return rc;
-  }
-  *data = eu_buf_take(&b, len);
-  return EU_OK;
+  lua_settop(w->scratch, 0);
+  lua_pushboolean(w->scratch, 1);
+  return encode_scratch(w, 1, data, len);
 }
 
 /* ---- tasks ------------------------------------------------------------ */

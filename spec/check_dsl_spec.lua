@@ -731,7 +731,9 @@ local function load_scenario(dir, file)
   local saved = package.path
   package.path = dir .. "/?.lua;" .. package.path
   package.loaded.schema = nil
+  sim.loading = dir .. "/" .. file
   local ok, s = pcall(dofile, dir .. "/" .. file)
+  sim.loading = nil
   package.path = saved
   package.loaded.schema = nil
   assert(ok, s)
@@ -765,7 +767,7 @@ describe("the example scenarios", function()
       assert.are.same(ex.faults, planted.faults)
       for _, s in ipairs({ planted, fixed }) do
         local path = ex.dir .. "/" .. (s == planted and ex.name .. ".sim.lua" or ex.name .. ".fixed.sim.lua")
-        assert.are.equal(line_of(path, "sim.defineScenario"), s.line)
+        assert.are.equal(line_of(path, s == planted and "sim.defineScenario" or "sim.variant"), s.line)
         assert.is_truthy(io.open(ex.dir .. "/" .. s.worker.entry:sub(3))):close()
         assert.is_truthy(io.open(ex.dir .. "/" .. s.worker.config:sub(3))):close()
       end
@@ -848,5 +850,39 @@ describe("the example scenarios", function()
     end
     assert.is_nil(sim.evaluate(inv, state(42)))
     assert.are.equal("the invoice total is 84 but the usage adds up to 42", sim.evaluate(inv, state(84)).message)
+  end)
+end)
+
+describe("sim.variant", function()
+  local DIR = "scenarios/lease-pool/"
+  local saved_path
+  setup(function()
+    saved_path = package.path
+    package.path = DIR .. "?.lua;" .. package.path  -- as the checker does: the scenario's folder first
+  end)
+  teardown(function() package.path = saved_path end)
+
+  it("is the other file's scenario with its name and worker replaced", function()
+    local planted = dofile(DIR .. "leases.sim.lua")
+    local fixed = sim.variant("../" .. DIR .. "leases.sim.lua", {
+      name = "leases-fixed", worker = { entry = "./worker_fixed.lua", config = "./wrangler.jsonc" } })
+    assert.are.equal("leases-fixed", fixed.name)
+    assert.are.equal("leases-fixed", fixed.seed)
+    assert.are.equal("./worker_fixed.lua", fixed.worker.entry)
+    assert.are.same(planted.bounds, fixed.bounds)
+    assert.are.equal(#planted.invariants, #fixed.invariants)
+    assert.are.equal(planted.drive.requests[2].path, fixed.drive.requests[2].path)
+  end)
+
+  it("refuses to replace what makes the scenario what it is", function()
+    local ok, err = pcall(sim.variant, "../" .. DIR .. "leases.sim.lua", { drive = {} })
+    assert.is_false(ok)
+    assert.matches('variant: field "drive" %(fields: name, seed, worker, bounds, faults%) cannot be replaced', err)
+  end)
+
+  it("names a file that does not exist", function()
+    local ok, err = pcall(sim.variant, "nowhere.sim.lua", { name = "x" })
+    assert.is_false(ok)
+    assert.matches("variant: cannot open .*nowhere%.sim%.lua", err)
   end)
 end)

@@ -884,6 +884,67 @@ function sim.defineScenario(t)
   }
 end
 
+--- The scenario file being loaded, set by the checker while it loads one.
+---@type string|nil
+sim.loading = nil
+
+local VARIANT_FIELDS = { "name", "seed", "worker", "bounds", "faults" }
+
+--- The scenario that another file of the same folder defines, with some of
+-- its fields replaced: a fixed twin is the planted scenario over another
+-- worker, and says so in one line.
+--   return sim.variant("leases.sim.lua", { name = "leases-fixed",
+--                                          worker = { entry = "./worker_fixed.lua", config = "./wrangler.jsonc" } })
+---@param file string the other scenario, relative to this file's folder
+---@param overrides table name, seed, worker, bounds or faults
+---@return table
+function sim.variant(file, overrides)
+  local tail = was_tail_called()
+  local site = not tail and call_site() or nil
+  local info = not tail and debug.getinfo(2, "S") or nil
+  -- `return sim.variant(...)` leaves no frame of the scenario file behind:
+  -- then the file being loaded (sim.loading) says where it is.
+  local here = info and info.source:sub(1, 1) == "@" and info.source:sub(2) or sim.loading
+  if not site and here then
+    local line = 1
+    local f = io.open(here, "r")
+    if f then
+      local n = 0
+      for text in f:lines() do
+        n = n + 1
+        if text:find("variant%s*%(") then line = n break end
+      end
+      f:close()
+    end
+    site = { file = here, line = line }
+  end
+  if type(file) ~= "string" then raise(site, "variant: the first argument must be a scenario file, got %s", got(file)) end
+  if type(overrides) ~= "table" then raise(site, "variant: the second argument must be a table of fields, got %s", got(overrides)) end
+  check_fields(site, overrides, VARIANT_FIELDS, "variant: field %s cannot be replaced", "fields")
+  local dir = here and here:match("^(.*)/[^/]*$") or "."
+  local path = file:sub(1, 1) == "/" and file or dir .. "/" .. file:gsub("^%./", "")
+  local chunk, err = loadfile(path)
+  if not chunk then raise(site, "variant: %s", err) end
+  local ok, base = pcall(chunk)
+  if not ok then error(base, 0) end
+  if type(base) ~= "table" or base.kind ~= "eutaxy.scenario" then
+    raise(site, "variant: %s does not return a scenario", path)
+  end
+  local site_here = site
+  local name = overrides.name or base.name
+  check_string(site_here, name, "variant: name")
+  local seed = overrides.seed or (base.seed == base.name and name or base.seed)
+  local worker = overrides.worker ~= nil and check_worker(site_here, overrides.worker) or base.worker
+  local bounds = overrides.bounds ~= nil and check_bounds(site_here, overrides.bounds) or base.bounds
+  local faults = base.faults
+  if overrides.faults ~= nil then faults = check_faults(site_here, overrides.faults, base.drive) end
+  return {
+    kind = "eutaxy.scenario", name = name, seed = seed, worker = worker, setup = base.setup,
+    drive = base.drive, invariants = base.invariants, bounds = bounds, faults = faults,
+    file = site_here and site_here.file or base.file, line = site_here and site_here.line or base.line,
+  }
+end
+
 --- One line saying what a fault kind does.
 ---@param kind string one of sim.FAULT_KINDS
 ---@return string

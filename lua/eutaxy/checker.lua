@@ -28,8 +28,6 @@ usage: eutaxy check SCENARIO.lua [options]
 
 exit: 0 BOUNDED, 1 VIOLATED (or NONDETERMINISTIC), 2 bad usage or scenario, 3 INCONCLUSIVE]]
 
--- The folder this module was loaded from: isolates load eutaxy from there too.
-local LIBDIR = debug.getinfo(1, "S").source:match("^@(.*)/eutaxy/checker%.lua$") or "."
 
 local EXIT = { BOUNDED = 0, VIOLATED = 1, NONDETERMINISTIC = 1, INCONCLUSIVE = 3 }
 
@@ -105,7 +103,9 @@ local function load_scenario(file)
   package.path = dir .. "/?.lua;" .. dir .. "/?/init.lua;" .. package.path
   local chunk, err = loadfile(file)
   if not chunk then bad("%s", err) end
+  sim.loading = file
   local ok, scenario = pcall(chunk)
+  sim.loading = nil
   if not ok then
     if type(scenario) == "table" then scenario = tostring(scenario.message or scenario) end
     bad("%s", tostring(scenario))
@@ -419,7 +419,7 @@ local function run_check(o)
   local p = prepare(scenario, o.file, dir)
   local b = scenario.bounds
   local opts = {
-    entry = p.entry, projectdir = p.projectdir, libdir = LIBDIR, bindings = p.bindings, seed = p.seed,
+    entry = p.entry, projectdir = p.projectdir, libdir = config.libdir(), bindings = p.bindings, seed = p.seed,
     events = p.events, retries = scenario.drive.retries, maxConcurrent = b.maxConcurrentInvocations,
     maxRedeliveries = b.maxRedeliveries, maxFaults = b.maxFaultsPerRun, maxEvents = b.maxEventsPerRun,
     budgetMs = o.budget or b.budgetMs, faults = scenario.faults or sim.FAULT_KINDS,

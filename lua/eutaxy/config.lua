@@ -14,6 +14,15 @@ local math_type = math.type
 ---@class eutaxy.config
 local config = {}
 
+--- The folder eutaxy's Lua modules were loaded from (the one holding
+-- eutaxy/): isolates load eutaxy from there too. A relative path stays
+-- relative: the process's directory is the isolates' too.
+---@return string
+function config.libdir()
+  local source = debug.getinfo(1, "S").source
+  return source:match("^@(.*)/eutaxy/config%.lua$") or "."
+end
+
 ---@class eutaxy.Binding
 ---@field name string the field of `env` the stub namespace appears as
 ---@field class_name string the exported class the namespace builds

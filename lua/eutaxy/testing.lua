@@ -19,12 +19,6 @@ local testing = {}
 
 local pack, unpack = table.pack, table.unpack
 
--- The folder this module was loaded from; isolates load eutaxy from there
--- too. A relative path stays relative: the process's directory is theirs.
-local function libdir()
-  local source = debug.getinfo(1, "S").source
-  return source:match("^@(.*)/eutaxy/testing%.lua$") or "."
-end
 
 local sorted_keys = seed.sorted_keys
 
@@ -120,7 +114,7 @@ function testing.world(opts)
     cfg.dir = cfg.main:match("^(.*)/[^/]*$") or cfg.dir
   end
   local ok, w = pcall(core.world, {
-    entry = cfg.main, projectdir = cfg.dir, libdir = libdir(), bindings = cfg.bindings,
+    entry = cfg.main, projectdir = cfg.dir, libdir = config.libdir(), bindings = cfg.bindings,
     seed = opts.seed or 0, start = opts.start, echo = opts.echo,
   })
   if not ok then
