@@ -663,7 +663,7 @@ static int fmt_scalar(fmt *f, const eu_key *k) {
 }
 
 static int fmt_value(fmt *f, int level) {
-  eu_key v, k;
+  eu_key v = { 0 }, k;
   size_t n, j;
   lua_Integer next_pos = 1;  /* 0 once the keys stop being 1, 2, 3 ... */
   int rc;

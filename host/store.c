@@ -236,6 +236,7 @@ static int authorize(void *ud, int action, const char *a, const char *b,
 /* The host's statements */
 
 static int is_prepare(eu_store *s, int which, sqlite3_stmt **out) {
+  *out = NULL;
   sqlite3_stmt *st = s->is[which];
   if (!st) {
     int rc, saved = s->internal;
@@ -269,7 +270,7 @@ static int is_step(eu_store *s, sqlite3_stmt *st) {
 }
 
 static int is_run(eu_store *s, int which) {
-  sqlite3_stmt *st;
+  sqlite3_stmt *st = NULL;
   int rc = is_prepare(s, which, &st);
   if (rc < 0) return rc;
   rc = is_step(s, st);
@@ -441,7 +442,7 @@ int eu_store_prepare(eu_store *s, const char *sql, size_t len, sqlite3_stmt **ou
   /* SQLite stops reading at a NUL, and what follows would never run. */
   if (memchr(sql, '\0', len)) return fail(s, EU_EINVAL, "the query contains a NUL byte");
   for (;;) {
-    sqlite3_stmt *st;
+    sqlite3_stmt *st = NULL;
     const char *tail;
     eu_cached *c;
     uint64_t h;
@@ -648,7 +649,7 @@ static int bind_key(eu_store *s, sqlite3_stmt *st, int i, const char *key, size_
 
 int eu_store_kv_get(eu_store *s, const char *key, size_t klen,
                     const void **val, size_t *vlen) {
-  sqlite3_stmt *st;
+  sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
   if ((rc = is_prepare(s, IS_KV_GET, &st)) < 0) return rc;
@@ -666,7 +667,7 @@ int eu_store_kv_get(eu_store *s, const char *key, size_t klen,
 
 int eu_store_kv_put(eu_store *s, const char *key, size_t klen,
                     const void *val, size_t vlen) {
-  sqlite3_stmt *st;
+  sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
   if ((rc = is_prepare(s, IS_KV_PUT, &st)) < 0) return rc;
@@ -680,7 +681,7 @@ int eu_store_kv_put(eu_store *s, const char *key, size_t klen,
 }
 
 int eu_store_kv_delete(eu_store *s, const char *key, size_t klen) {
-  sqlite3_stmt *st;
+  sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
   if ((rc = is_prepare(s, IS_KV_DEL, &st)) < 0) return rc;
@@ -697,7 +698,7 @@ int eu_store_kv_delete_all(eu_store *s) {
 }
 
 int eu_store_kv_list(eu_store *s, const eu_kv_range *r, eu_kv_each each, void *ud) {
-  sqlite3_stmt *st;
+  sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
   if ((rc = is_prepare(s, r->reverse ? IS_KV_LIST_REV : IS_KV_LIST, &st)) < 0) return rc;
@@ -720,7 +721,7 @@ int eu_store_kv_list(eu_store *s, const eu_kv_range *r, eu_kv_each each, void *u
 /* The alarm */
 
 int eu_store_get_alarm(eu_store *s, int *has, int64_t *at, int *retry) {
-  sqlite3_stmt *st;
+  sqlite3_stmt *st = NULL;
   int rc;
   *has = 0;
   *at = 0;
@@ -739,7 +740,7 @@ int eu_store_get_alarm(eu_store *s, int *has, int64_t *at, int *retry) {
 }
 
 int eu_store_set_alarm(eu_store *s, int64_t at, int retry) {
-  sqlite3_stmt *st;
+  sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
   if ((rc = is_prepare(s, IS_ALARM_SET, &st)) < 0) return rc;

@@ -312,7 +312,7 @@ static int new_root(eu_world *w, const char *event, int delivery) {
     w->roots = r;
     w->caproots = cap;
   }
-  snprintf(w->roots[w->nroots].event, sizeof w->roots[w->nroots].event, "%s", event);
+  snprintf(w->roots[w->nroots].event, sizeof w->roots[w->nroots].event, "%.63s", event);
   w->roots[w->nroots].delivery = delivery;
   w->roots[w->nroots].effects = 0;
   return w->nroots++;
