@@ -21,7 +21,10 @@
 #include "clone.h"
 #include "eutaxy.h"
 #include "lstore.h"
+#include "fault.h"
+#include "lagenda.h"
 #include "lcore.h"
+#include "lfanout.h"
 #include "world.h"
 
 /* ---- inside an isolate ------------------------------------------------ */
@@ -137,7 +140,48 @@ static int c_storage(lua_State *L) {
   return 1;
 }
 
+/* durability() -> { agenda = {...}, fanout = {...} }, bound to this object's store. */
+static int c_durability(lua_State *L) {
+  eu_world *w = eu_world_of(L);
+  eu_object *o = eu_world_self(L);
+  char err[EU_ERRLEN];
+  eu_store *s;
+  if (!o) return luaL_error(L, "the worker has no storage: fanout, alarms and durable operations live in objects");
+  s = eu_object_store(w, o, err, sizeof err);
+  if (!s) return luaL_error(L, "%s", err);
+  lua_createtable(L, 0, 2);
+  eu_lagenda_push(L, s);
+  lua_setfield(L, -2, "agenda");
+  eu_lfanout_push(L, s);
+  lua_setfield(L, -2, "fanout");
+  return 1;
+}
+
+/* fault({ "delivery-fail", ... }, label) -> the kind that strikes, or nil.
+ * A fault point offered by Lua code of the host (the fanout runner). */
+static int c_fault(lua_State *L) {
+  eu_world *w = eu_world_of(L);
+  const char *label = luaL_checkstring(L, 2);
+  unsigned kinds = 0;
+  int i, n, k;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  n = (int)luaL_len(L, 1);
+  for (i = 1; i <= n; i++) {
+    lua_geti(L, 1, i);
+    k = lua_isstring(L, -1) ? eu_fault_parse(lua_tostring(L, -1)) : 0;
+    if (!k) return luaL_error(L, "unknown fault kind %s", luaL_tolstring(L, -1, NULL));
+    kinds |= EU_FAULT_BIT(k);
+    lua_pop(L, 1);
+  }
+  k = eu_world_fault(w, kinds, label);
+  if (k) lua_pushstring(L, eu_fault_name(k));
+  else lua_pushnil(L);
+  return 1;
+}
+
 static const luaL_Reg isolate_funcs[] = {
+  {"durability", c_durability},
+  {"fault", c_fault},
   {"now", c_now},
   {"sleep", c_sleep},
   {"call", c_call},

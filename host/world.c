@@ -255,7 +255,8 @@ int eu_world_choose(eu_world *w, int kind, int n, const char *label) {
 
 const char *eu_fault_name(int kind) {
   static const char *const names[EU_FAULT_NKINDS] = {
-    "none", "rpc-fail", "ambiguous", "caller-crash", "alarm-fail", "alarm-lost", "reset", "resend"
+    "none", "rpc-fail", "ambiguous", "caller-crash", "alarm-fail", "alarm-lost", "reset", "resend",
+    "delivery-fail", "delivery-timeout"
   };
   return kind >= 0 && kind < EU_FAULT_NKINDS ? names[kind] : NULL;
 }

@@ -439,7 +439,7 @@ describe("defineScenario", function()
   it("refuses unknown and repeated fault kinds", function()
     assert.are.equal('defineScenario: faults[2] is not a fault kind: "ambigous" (did you mean "ambiguous"?)',
       raised_here(function() sim.defineScenario(scenario { faults = { "reset", "ambigous" } }) end))
-    assert.are.equal('defineScenario: faults[1] is not a fault kind: "timeout" (kinds: rpc-fail, ambiguous, caller-crash, alarm-fail, alarm-lost, reset, resend)',
+    assert.are.equal('defineScenario: faults[1] is not a fault kind: "timeout" (kinds: rpc-fail, ambiguous, caller-crash, alarm-fail, alarm-lost, reset, resend, delivery-fail, delivery-timeout)',
       raised_here(function() sim.defineScenario(scenario { faults = { "timeout" } }) end))
     assert.are.equal('defineScenario: faults lists "reset" twice',
       raised_here(function() sim.defineScenario(scenario { faults = { "reset", "reset" } }) end))

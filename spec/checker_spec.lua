@@ -166,8 +166,8 @@ describe("eutaxy check --json", function()
     assert.are.equal(1, doc.bounds.maxFaultsPerRun)
     assert.are.equal(600000, doc.bounds.budgetMs)
     assert.are.same({ POOL = 6 }, doc.bounds.alarmsPerObject)
-    assert.are.same({ "rpc-fail", "ambiguous", "caller-crash", "alarm-fail", "alarm-lost", "reset", "resend" },
-      doc.faultKinds)
+    assert.are.same({ "rpc-fail", "ambiguous", "caller-crash", "alarm-fail", "alarm-lost", "reset", "resend",
+      "delivery-fail", "delivery-timeout" }, doc.faultKinds)
   end)
 end)
 

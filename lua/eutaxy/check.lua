@@ -41,6 +41,8 @@ local FAULTS = {
   { "alarm-lost", "an alarm ran and committed, but its completion was lost (so it runs again)" },
   { "reset", "an object is reset between invocations: in-memory state lost, storage kept" },
   { "resend", "the client resends a drive request (up to the drive's retries)" },
+  { "delivery-fail", "a fanout target's callback fails (the delivery is retried on its policy)" },
+  { "delivery-timeout", "a fanout target's callback times out (its claim expires and it is retried)" },
 }
 
 --- Every fault kind `check` can inject, in a fixed order.
