@@ -485,8 +485,8 @@ end)
 
 describe("fault kinds", function()
   it("lists every kind in a fixed order", function()
-    assert.are.same({ "rpc-fail", "ambiguous", "caller-crash", "alarm-fail", "alarm-lost", "reset", "resend" },
-      sim.FAULT_KINDS)
+    assert.are.same({ "rpc-fail", "ambiguous", "caller-crash", "alarm-fail", "alarm-lost", "reset", "resend",
+      "delivery-fail", "delivery-timeout" }, sim.FAULT_KINDS)
   end)
 
   it("describes each kind in one line", function()
