@@ -90,6 +90,8 @@ struct eu_store {
   int ncache;
   sqlite3_stmt *is[IS_COUNT];
   eu_cached cache[EU_STMT_CACHE];
+  eu_cached *ext;      /* the engines' statements (eu_store_internal_prepare) */
+  int next, extcap;
   char deny[256];      /* why the authorizer refused */
   char errmsg[EU_ERRLEN];
 };
@@ -293,6 +295,11 @@ static void finalize_all(eu_store *s) {
     free(s->cache[i].sql);
   }
   s->ncache = 0;
+  for (i = 0; i < s->next; i++) {
+    sqlite3_finalize(s->ext[i].st);
+    free(s->ext[i].sql);
+  }
+  s->next = 0;
   for (i = 0; i < IS_COUNT; i++) {
     sqlite3_finalize(s->is[i]);
     s->is[i] = NULL;
@@ -355,6 +362,7 @@ void eu_store_close(eu_store *s) {
   if (!s) return;
   finalize_all(s);
   sqlite3_close_v2(s->db);  /* v2: never leaves the connection open over a straggler */
+  free(s->ext);
   free(s);
 }
 
@@ -495,6 +503,62 @@ void eu_store_reset(eu_store *s, sqlite3_stmt *st) {
   (void)s;
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
+}
+
+/* The engines' statements */
+
+/* Few and fixed (each engine's SQL is a set of literals), so a linear
+ * search by hash is enough. They live as long as the host's own: a restore
+ * finalizes them with the rest, and the next prepare makes them again. */
+int eu_store_internal_prepare(eu_store *s, const char *sql, sqlite3_stmt **out) {
+  size_t n = strlen(sql);
+  uint64_t h = hash_text(sql, n);
+  sqlite3_stmt *st = NULL;
+  eu_cached *c;
+  char *key;
+  int i, rc, saved;
+  *out = NULL;
+  for (i = 0; i < s->next; i++) {
+    c = &s->ext[i];
+    if (c->hash == h && c->len == n && memcmp(c->sql, sql, n) == 0) {
+      sqlite3_reset(c->st);
+      sqlite3_clear_bindings(c->st);
+      *out = c->st;
+      return EU_OK;
+    }
+  }
+  if (s->next == s->extcap) {
+    int cap = s->extcap ? s->extcap * 2 : 16;
+    eu_cached *p = realloc(s->ext, (size_t)cap * sizeof *p);
+    if (!p) return fail(s, EU_ENOMEM, "out of memory");
+    s->ext = p;
+    s->extcap = cap;
+  }
+  key = malloc(n + 1);
+  if (!key) return fail(s, EU_ENOMEM, "out of memory");
+  memcpy(key, sql, n + 1);
+  saved = s->internal;
+  s->internal = 1;
+  s->denied = 0;
+  rc = sqlite3_prepare_v3(s->db, sql, (int)n, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+  s->internal = saved;
+  if (rc != SQLITE_OK || !st) {
+    free(key);
+    sqlite3_finalize(st);
+    return rc != SQLITE_OK ? fail_sql(s, rc) : fail(s, EU_EINVAL, "no SQL statement to prepare");
+  }
+  c = &s->ext[s->next++];
+  c->sql = key;
+  c->len = n;
+  c->hash = h;
+  c->used = 0;
+  c->st = st;
+  *out = st;
+  return EU_OK;
+}
+
+int eu_store_internal_step(eu_store *s, sqlite3_stmt *st) {
+  return is_step(s, st);
 }
 
 /* The turn */

@@ -44,6 +44,15 @@ int eu_store_prepare(eu_store *s, const char *sql, size_t len, sqlite3_stmt **ou
 int eu_store_step(eu_store *s, sqlite3_stmt *st);
 void eu_store_reset(eu_store *s, sqlite3_stmt *st);
 
+/* The host's own SQL beyond the store's (the durability engines' tables):
+ * one statement, prepared outside the authorizer and kept by the store,
+ * found again by its text. Bind it, step it with eu_store_internal_step
+ * (also outside the authorizer: SQLite may recompile it), give it back with
+ * eu_store_reset; never finalize it. It is valid until the store restores
+ * an image or closes. Neither touches the turn: writers call eu_store_touch. */
+int eu_store_internal_prepare(eu_store *s, const char *sql, sqlite3_stmt **out);
+int eu_store_internal_step(eu_store *s, sqlite3_stmt *st);  /* as eu_store_step */
+
 /* Turn transaction. touch begins one if none is open. */
 int eu_store_touch(eu_store *s);
 int eu_store_in_turn(eu_store *s);
