@@ -18,6 +18,7 @@
  * statement being reset by whoever used it: every statement is reset before
  * it is used, and every busy one before the turn ends.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -369,6 +370,14 @@ void eu_store_close(eu_store *s) {
 sqlite3 *eu_store_db(eu_store *s) { return s->db; }
 
 const char *eu_store_errmsg(eu_store *s) { return s->errmsg; }
+
+int eu_store_error(eu_store *s, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s->errmsg, sizeof s->errmsg, fmt, ap);
+  va_end(ap);
+  return code;
+}
 
 /* User statements */
 

@@ -26,6 +26,13 @@ void eu_store_close(eu_store *s);
 sqlite3 *eu_store_db(eu_store *s);
 /* The message of the last failure on s (SQLite's text where SQLite failed). */
 const char *eu_store_errmsg(eu_store *s);
+/* Records a failure of code on s that eu_store_errmsg will give (for the
+ * engines built on the store: a bind SQLite refused, a misuse); returns code. */
+int eu_store_error(eu_store *s, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+  __attribute__((format(printf, 3, 4)))
+#endif
+  ;
 
 /* Runs SQL with no bindings and no results, bypassing the authorizer:
  * schemas and rows the host itself sets up. */
