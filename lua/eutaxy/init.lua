@@ -17,6 +17,9 @@ local lazy = {
   Headers = function() return require("eutaxy.http").Headers end,
   json = function() return require "eutaxy.json" end,
   url = function() return require "eutaxy.url" end,
+  scheduler = function() return require("eutaxy.scheduler").for_ctx end,
+  alarms = function() return require("eutaxy.scheduler").alarms end,
+  durable = function() return require("eutaxy.scheduler").durable end,
 }
 local eutaxy = setmetatable({}, {
   __index = function(t, k)
