@@ -160,6 +160,15 @@ static void push_taken(lua_State *L, eu_lagenda *a, const eu_agenda_item *it) {
 
 static const char *const settle_names[] = { "stale", "done", "retry", "failed" };
 
+/* Every function first makes sure its tables are there: a database already
+ * current costs one read per capability. A helper made in a turn that was
+ * rolled back later would otherwise find its tables gone. */
+static eu_lagenda *ready(lua_State *L, int (*migrate)(eu_store *)) {
+  eu_lagenda *a = self(L);
+  if (migrate(a->s) < 0) raise_store(L, a->s);
+  return a;
+}
+
 /* ---- the agenda ------------------------------------------------------ */
 
 /* migrate(): the agenda's, the alarms' and the durable operations' tables. */
@@ -171,7 +180,7 @@ static int l_migrate(lua_State *L) {
 
 /* set(participant, key, due) */
 static int l_set(lua_State *L) {
-  eu_lagenda *a = self(L);
+  eu_lagenda *a = ready(L, eu_agenda_migrate);
   const char *p = luaL_checkstring(L, 1), *k = luaL_checkstring(L, 2);
   if (eu_agenda_set(a->s, p, k, check_ms(L, 3)) < 0) return raise_store(L, a->s);
   return 0;
@@ -179,7 +188,7 @@ static int l_set(lua_State *L) {
 
 /* clear(participant, key) */
 static int l_clear(lua_State *L) {
-  eu_lagenda *a = self(L);
+  eu_lagenda *a = ready(L, eu_agenda_migrate);
   if (eu_agenda_clear(a->s, luaL_checkstring(L, 1), luaL_checkstring(L, 2)) < 0)
     return raise_store(L, a->s);
   return 0;
@@ -187,7 +196,7 @@ static int l_clear(lua_State *L) {
 
 /* next() -> due | nil */
 static int l_next(lua_State *L) {
-  eu_lagenda *a = self(L);
+  eu_lagenda *a = ready(L, eu_agenda_migrate);
   int has;
   int64_t due;
   if (eu_agenda_next(a->s, &has, &due) < 0) return raise_store(L, a->s);
@@ -198,7 +207,7 @@ static int l_next(lua_State *L) {
 
 /* due_before(t) -> { participant = due, ... } of the rows due at or before t. */
 static int l_due(lua_State *L) {
-  eu_lagenda *a = self(L);
+  eu_lagenda *a = ready(L, eu_agenda_migrate);
   int64_t t = check_ms(L, 1);
   sqlite3_stmt *st;
   int rc;
@@ -240,7 +249,7 @@ static int l_due(lua_State *L) {
 
 /* reconcile(): the object's alarm to the earliest due time. */
 static int l_reconcile(lua_State *L) {
-  eu_lagenda *a = self(L);
+  eu_lagenda *a = ready(L, eu_agenda_migrate);
   if (eu_agenda_reconcile(a->s) < 0) return raise_store(L, a->s);
   return 0;
 }
@@ -295,7 +304,7 @@ static int l_unit_end(lua_State *L) {
 
 /* alarm_schedule(name, due, payload, maxAttempts|nil) */
 static int l_alarm_schedule(lua_State *L) {
-  eu_lagenda *a = self(L);
+  eu_lagenda *a = ready(L, eu_alarms_migrate);
   const char *name = luaL_checkstring(L, 1);
   int64_t due = check_ms(L, 2);
   int max = opt_attempts(L, 4);
@@ -308,7 +317,7 @@ static int l_alarm_schedule(lua_State *L) {
 
 /* alarm_cancel(name) -> whether one was pending */
 static int l_alarm_cancel(lua_State *L) {
-  eu_lagenda *a = self(L);
+  eu_lagenda *a = ready(L, eu_alarms_migrate);
   int rc = eu_alarms_cancel(a->s, luaL_checkstring(L, 1));
   if (rc < 0) return raise_store(L, a->s);
   lua_pushboolean(L, rc);
@@ -342,7 +351,7 @@ static int pack_item(void *ud, const eu_agenda_item *it) {
 
 /* alarm_list() -> array of items, by due time then name */
 static int l_alarm_list(lua_State *L) {
-  eu_lagenda *a = self(L);
+  eu_lagenda *a = ready(L, eu_alarms_migrate);
   snap sn;
   const char *p, *end;
   lua_Integer i = 0;
@@ -374,7 +383,7 @@ static int l_alarm_list(lua_State *L) {
 
 /* alarm_take() -> the earliest due alarm, claimed, or nil */
 static int l_alarm_take(lua_State *L) {
-  eu_lagenda *a = self(L);
+  eu_lagenda *a = ready(L, eu_alarms_migrate);
   eu_agenda_item it;
   int rc = eu_alarms_take(a->s, now(L), draw(L), &it, &a->rows);
   if (rc < 0) return raise_store(L, a->s);
@@ -385,7 +394,7 @@ static int l_alarm_take(lua_State *L) {
 
 /* alarm_settle(name, generation, attempt, error|nil, delay|nil) -> outcome */
 static int l_alarm_settle(lua_State *L) {
-  eu_lagenda *a = self(L);
+  eu_lagenda *a = ready(L, eu_alarms_migrate);
   const char *name = luaL_checkstring(L, 1);
   int64_t generation = (int64_t)luaL_checkinteger(L, 2);
   int attempt = (int)luaL_checkinteger(L, 3);
@@ -403,7 +412,7 @@ static int l_alarm_settle(lua_State *L) {
 
 /* op_register(id, handler, payload, maxAttempts|nil) -> true registered, false already */
 static int l_op_register(lua_State *L) {
-  eu_lagenda *a = self(L);
+  eu_lagenda *a = ready(L, eu_durable_migrate);
   const char *id = luaL_checkstring(L, 1), *handler = luaL_checkstring(L, 2);
   int max = opt_attempts(L, 4), rc;
   encode(L, a, 3, "durable:op: the payload cannot be stored");
@@ -419,7 +428,7 @@ static int l_op_register(lua_State *L) {
 
 /* op_take() -> the earliest due operation, claimed, or nil */
 static int l_op_take(lua_State *L) {
-  eu_lagenda *a = self(L);
+  eu_lagenda *a = ready(L, eu_durable_migrate);
   eu_agenda_item it;
   int rc = eu_durable_take(a->s, now(L), draw(L), &it, &a->rows);
   if (rc < 0) return raise_store(L, a->s);
@@ -430,7 +439,7 @@ static int l_op_take(lua_State *L) {
 
 /* op_settle(id, attempt, true, result) or op_settle(id, attempt, false, error, delay|nil) -> outcome */
 static int l_op_settle(lua_State *L) {
-  eu_lagenda *a = self(L);
+  eu_lagenda *a = ready(L, eu_durable_migrate);
   const char *id = luaL_checkstring(L, 1), *error = NULL;
   int attempt = (int)luaL_checkinteger(L, 2), ok = lua_toboolean(L, 3), rc;
   int64_t delay = 0;
@@ -450,7 +459,7 @@ static int l_op_settle(lua_State *L) {
 
 /* op_get(id) -> { status, result, error, attempts, createdAt, settledAt } or nil */
 static int l_op_get(lua_State *L) {
-  eu_lagenda *a = self(L);
+  eu_lagenda *a = ready(L, eu_durable_migrate);
   eu_durable_state st;
   snap sn;
   int rc = eu_durable_get(a->s, luaL_checkstring(L, 1), &st, &a->rows);

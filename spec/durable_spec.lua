@@ -164,11 +164,68 @@ describe("durable operations", function()
     assert.matches("cannot clone a function", r.error, 1, true)
   end)
 
+  it("asks for the handler's name when there are several", function()
+    local ok, err = p:tryStart("op-1", nil, {})
+    assert.is_false(ok)
+    assert.matches("handler must be a string", err, 1, true)
+  end)
+
   it("keeps its rows where invariants can read them", function()
     p:start("op-1", "charge", { amount = 1 })
     assert.are.same({ { id = "op-1", handler = "charge", status = "pending", attempt = 0 } },
       world:rows("PAYMENTS", "p", "SELECT id, handler, status, attempt FROM eutaxy_durable_ops"))
     assert.are.same({ { participant = "durable", due = t0 } },
       world:rows("PAYMENTS", "p", "SELECT participant, due FROM eutaxy_agenda"))
+  end)
+end)
+
+describe("a durable helper with one handler, made in a method", function()
+  local world, ledger
+  before_each(function()
+    world = testing.world {
+      main = "spec/fixtures/durability/durable_worker.lua",
+      bindings = { LEDGER = "Ledger" },
+    }
+    ledger = world.env.LEDGER:getByName("l")
+  end)
+  after_each(function() world:close() end)
+
+  it("lets an operation leave the handler out", function()
+    assert.is_true(ledger:post("e-1", 40))
+    world:advance(0)
+    assert.are.equal(40, ledger:result("e-1").result)
+    assert.are.same({ { op = "e-1", amount = 40 } }, world:rows("LEDGER", "l", "SELECT op, amount FROM entries"))
+  end)
+
+  it("finds its tables again after the turn that made it rolled back", function()
+    assert.is_false((pcall(ledger.makeThenFail, ledger)))
+    assert.is_true(ledger:post("e-1", 5))
+    world:advance(0)
+    assert.are.equal("done", ledger:result("e-1").status)
+  end)
+end)
+
+describe("durable operations under the checker", function()
+  local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
+
+  local function check(file)
+    local p = assert(io.popen(bin .. " check spec/fixtures/durability/" .. file
+      .. " --check-determinism --budget-ms 600000 2>&1"))
+    local out = p:read("a")
+    local _, _, code = p:close()
+    return out, code
+  end
+
+  it("charges every order exactly once under every fault, when the ledger is idempotent", function()
+    local out, code = check("durable_check.sim.lua")
+    assert.are.equal(0, code, out)
+    assert.matches("^BOUNDED  durable%-charges", out)
+  end)
+
+  it("finds the double charge of a ledger that is not idempotent", function()
+    local out, code = check("durable_check_planted.sim.lua")
+    assert.are.equal(1, code, out)
+    assert.matches("^VIOLATED  durable%-charges%-planted", out)
+    assert.matches("one-charge-per-order", out, 1, true)
   end)
 end)

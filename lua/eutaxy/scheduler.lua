@@ -338,6 +338,7 @@ end
 ---@class eutaxy.Durable
 ---@field private _agenda table
 ---@field private _handlers table
+---@field private _only string|nil the one handler's name, when there is one
 local Durable = {}
 Durable.__index = Durable
 Durable.__name = "eutaxy.Durable"
@@ -347,7 +348,11 @@ Durable.__name = "eutaxy.Durable"
 ---@return eutaxy.Durable
 function scheduler.durable(opts)
   local sched = attach(opts, "eutaxy.durable")
-  local self = setmetatable({ _agenda = sched.agenda, _handlers = read_handlers(opts, "eutaxy.durable") }, Durable)
+  local handlers = read_handlers(opts, "eutaxy.durable")
+  local names = {}
+  for name in pairs(handlers) do names[#names + 1] = name end
+  local self = setmetatable({ _agenda = sched.agenda, _handlers = handlers,
+                              _only = #names == 1 and names[1] or nil }, Durable)
   local ok, err = pcall(sched.register, sched, { name = "durable", run_due = function(now) self:_run_due(now) end })
   if not ok then error("eutaxy.durable: " .. tostring(err):gsub("^[^:]*:%d+: ", ""), 2) end
   return self
@@ -356,13 +361,17 @@ end
 --- Registers an operation in the current turn: it runs from the alarm,
 --- with retries, until it succeeds or its attempts run out. The same id with
 --- the same handler and payload is a no-op (false); with other work, an error.
----@param spec { id: string, handler: string, payload: any, maxAttempts: integer|nil }
+--- handler may be left out when the helper has exactly one.
+---@param spec { id: string, handler: string|nil, payload: any, maxAttempts: integer|nil }
 ---@return string id, boolean registered
 function Durable:op(spec)
   if type(spec) ~= "table" then error("durable:op expects { id =, handler =, payload = }", 2) end
   local id, handler = spec.id, spec.handler
   if type(id) ~= "string" or id == "" then error("durable:op: id must be a non-empty string", 2) end
-  if type(handler) ~= "string" then error("durable:op: handler must be a string", 2) end
+  if handler == nil then handler = self._only end
+  if type(handler) ~= "string" then
+    error("durable:op: handler must be a string (it may be left out only when there is one handler)", 2)
+  end
   local entry = self._handlers[handler]
   if not entry then error("durable:op: no handler named " .. handler, 2) end
   if spec.maxAttempts ~= nil and (math.type(spec.maxAttempts) ~= "integer" or spec.maxAttempts < 1) then
