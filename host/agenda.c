@@ -217,6 +217,21 @@ int eu_agenda_reconcile(eu_store *s) {
   return alarm ? eu_store_delete_alarm(s) : EU_OK;
 }
 
+int eu_agenda_due(eu_store *s, int64_t t, eu_agenda_each_due each, void *ud) {
+  sqlite3_stmt *st;
+  int rc;
+  if ((rc = prep(s, "SELECT participant, min(due) FROM eutaxy_agenda WHERE due <= ?1"
+                    " GROUP BY participant ORDER BY participant", &st)) < 0)
+    return rc;
+  sqlite3_bind_int64(st, 1, t);
+  while ((rc = eu_store_internal_step(s, st)) == 1) {
+    const char *p = (const char *)sqlite3_column_text(st, 0);
+    if ((rc = each(ud, p ? p : "", sqlite3_column_int64(st, 1))) != 0) break;
+  }
+  eu_store_reset(s, st);
+  return rc;
+}
+
 /* Sets the participant's one agenda row from the earliest due time the
  * query gives (or clears it), then reconciles the alarm. */
 static int refresh(eu_store *s, const char *participant, const char *earliest) {

@@ -52,6 +52,11 @@ int eu_agenda_clear(eu_store *s, const char *participant, const char *key);
 int eu_agenda_next(eu_store *s, int *has, int64_t *due);
 /* Sets (or deletes) the object's alarm to eu_agenda_next, in the current turn. */
 int eu_agenda_reconcile(eu_store *s);
+/* Calls each(ud, participant, due) for every participant with work due at
+ * or before t (due is its earliest), in participant order, until each
+ * returns nonzero, which is then returned. each must not use s. */
+typedef int (*eu_agenda_each_due)(void *ud, const char *participant, int64_t due);
+int eu_agenda_due(eu_store *s, int64_t t, eu_agenda_each_due each, void *ud);
 
 /* Applies a capability's migrations: steps[i] takes it from version i to
  * i + 1 (SQL run outside the authorizer). In one savepoint of the current

@@ -60,15 +60,13 @@ static int64_t now(lua_State *L) { return eu_world_now(world(L)); }
 
 static uint64_t draw(lua_State *L) { return eu_world_random(world(L)); }
 
+/* A time or delay in ms: an integer, or a float that fits one (truncated). */
 static int64_t check_ms(lua_State *L, int idx) {
-  lua_Integer v;
-  if (!lua_isinteger(L, idx)) {
-    lua_Number f = luaL_checknumber(L, idx);
-    if (!(f >= -0x1p62 && f < 0x1p62)) luaL_argerror(L, idx, "a time in ms that fits an integer");
-    return (int64_t)f;
-  }
-  v = lua_tointeger(L, idx);
-  return (int64_t)v;
+  lua_Number f;
+  if (lua_isinteger(L, idx)) return (int64_t)lua_tointeger(L, idx);
+  f = luaL_checknumber(L, idx);
+  if (!(f >= -0x1p62 && f < 0x1p62)) luaL_argerror(L, idx, "a time in ms that fits an integer");
+  return (int64_t)f;
 }
 
 static int opt_attempts(lua_State *L, int idx) {
@@ -205,45 +203,39 @@ static int l_next(lua_State *L) {
   return 1;
 }
 
-/* due_before(t) -> { participant = due, ... } of the rows due at or before t. */
+/* Packs a participant and its due time into the rows buffer (no Lua while
+ * the query steps). */
+static int pack_due(void *ud, const char *participant, int64_t due) {
+  eu_buf *b = ud;
+  if (eu_buf_puts(b, participant) < 0 || eu_buf_putc(b, '\0') < 0 || eu_buf_put(b, &due, sizeof due) < 0)
+    return EU_ENOMEM;
+  return 0;
+}
+
+/* due(t) -> { participant = due, ... } for the participants with work due at or before t. */
 static int l_due(lua_State *L) {
   eu_lagenda *a = ready(L, eu_agenda_migrate);
   int64_t t = check_ms(L, 1);
-  sqlite3_stmt *st;
+  const char *p, *end;
+  snap sn;
   int rc;
-  lua_newtable(L);
-  if (eu_store_internal_prepare(a->s, "SELECT participant, min(due) FROM eutaxy_agenda"
-                                      " WHERE due <= ?1 GROUP BY participant ORDER BY participant",
-                                &st) < 0)
-    return raise_store(L, a->s);
-  sqlite3_bind_int64(st, 1, t);
-  /* Each row is copied into the buffer first: nothing of Lua's runs while
-   * the statement steps. */
   eu_buf_reset(&a->rows);
-  while ((rc = eu_store_internal_step(a->s, st)) == 1) {
-    const char *p = (const char *)sqlite3_column_text(st, 0);
-    int64_t due = sqlite3_column_int64(st, 1);
-    if (eu_buf_puts(&a->rows, p ? p : "") < 0 || eu_buf_putc(&a->rows, '\0') < 0 ||
-        eu_buf_put(&a->rows, &due, sizeof due) < 0) {
-      rc = eu_store_error(a->s, EU_ENOMEM, "out of memory");
-      break;
-    }
-  }
-  eu_store_reset(a->s, st);
+  rc = eu_agenda_due(a->s, t, pack_due, &a->rows);
+  if (rc == EU_ENOMEM) return luaL_error(L, "the scheduler: out of memory");
   if (rc < 0) return raise_store(L, a->s);
-  {
-    snap sn = snapshot(L, &a->rows);
-    const char *p = sn.to, *end = sn.to + a->rows.n;
-    while (p < end) {
-      size_t n = strlen(p);
-      int64_t due;
-      memcpy(&due, p + n + 1, sizeof due);
-      lua_pushinteger(L, (lua_Integer)due);
-      lua_setfield(L, -3, p);
-      p += n + 1 + sizeof due;
-    }
-    lua_pop(L, 1);
+  lua_newtable(L);
+  sn = snapshot(L, &a->rows);
+  p = sn.to;
+  end = sn.to + a->rows.n;
+  while (p < end) {
+    size_t n = strlen(p);
+    int64_t due;
+    memcpy(&due, p + n + 1, sizeof due);
+    lua_pushinteger(L, (lua_Integer)due);
+    lua_setfield(L, -3, p);
+    p += n + 1 + sizeof due;
   }
+  lua_pop(L, 1);
   return 1;
 }
 

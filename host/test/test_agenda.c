@@ -7,6 +7,7 @@
  * commits or rolls back itself, as the world would, and closes the store.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "agenda.h"
@@ -120,6 +121,30 @@ static void test_next_is_the_earliest_due_time(void) {
   ASSERT_OK(eu_agenda_clear(s, "fanout", "ledger"));
   ASSERT_OK(eu_agenda_clear(s, "fanout", "never-set"));
   ASSERT_EQ(next_due(s), -1);
+  ASSERT_OK(eu_store_commit(s));
+  eu_store_close(s);
+}
+
+static int collect_due(void *ud, const char *participant, int64_t due) {
+  char *out = ud;
+  char line[64];
+  snprintf(line, sizeof line, "%s=%lld;", participant, (long long)due);
+  strcat(out, line);
+  return 0;
+}
+
+static void test_due_lists_each_participant_with_work_due(void) {
+  eu_store *s = open_store();
+  char out[128] = "";
+  ASSERT_OK(eu_agenda_set(s, "fanout", "email", 300));
+  ASSERT_OK(eu_agenda_set(s, "fanout", "ledger", 200));
+  ASSERT_OK(eu_agenda_set(s, "alarms", "", 250));
+  ASSERT_OK(eu_agenda_set(s, "durable", "", 900));
+  ASSERT_OK(eu_agenda_due(s, 300, collect_due, out));
+  ASSERT_STR_EQ(out, "alarms=250;fanout=200;");
+  out[0] = '\0';
+  ASSERT_OK(eu_agenda_due(s, 199, collect_due, out));
+  ASSERT_STR_EQ(out, "");
   ASSERT_OK(eu_store_commit(s));
   eu_store_close(s);
 }
@@ -463,6 +488,7 @@ static const eu_test tests[] = {
   { "migrations apply only the new steps", test_migrations_apply_only_the_new_steps },
   { "a failed migration leaves nothing", test_a_failed_migration_leaves_nothing },
   { "next is the earliest due time", test_next_is_the_earliest_due_time },
+  { "due lists each participant with work due", test_due_lists_each_participant_with_work_due },
   { "reconcile keeps the alarm at the earliest", test_reconcile_keeps_the_alarm_at_the_earliest },
   { "a rolled-back turn takes the alarm back", test_a_rolled_back_turn_takes_the_alarm_back },
   { "backoff doubles up to five minutes with jitter below",
