@@ -986,7 +986,12 @@ static void fire_alarm(eu_world *w, eu_object *o, int64_t gen) {
   snprintf(label, sizeof label, "alarm %.100s#%d", o->tag, o->alarm_firings);
   t = new_task(w, EU_TASK_ALARM, o, "alarm", label);
   if (!t) return;
-  t->root = new_root(w, label, 1);
+  {
+    /* labels read "alarm DO:POOL(pool)#2 effect #0": the firing is the delivery */
+    char event[EU_LABEL];
+    snprintf(event, sizeof event, "alarm %.100s", o->tag);
+    t->root = new_root(w, event, o->alarm_firings);
+  }
   t->alarm_retry = retry;
   o->alarm_running = 1;
   if (retry) trace(w, "%s  fires (retry %d)", label, retry);
