@@ -211,14 +211,29 @@ int eu_fanout_next_due(eu_store *s, int *has, int64_t *due) {
 }
 
 /* Keeps the fanout's agenda row at its earliest work and the object's alarm
- * at the agenda's earliest, in the current transaction. */
+ * at the agenda's earliest, in the current transaction. Most settlements
+ * leave the earliest time where it was (a settled row was leased into the
+ * future): then the row is not written again. The alarm is reconciled
+ * every time: the world deletes it while an alarm runs. */
 static int sync_agenda(eu_store *s) {
-  int has, rc;
+  sqlite3_stmt *st;
+  int has, rc, same = 0;
   int64_t due;
   if ((rc = eu_fanout_next_due(s, &has, &due)) < 0) return rc;
-  rc = has ? eu_agenda_set(s, EU_FANOUT_PARTICIPANT, "", due)
-           : eu_agenda_clear(s, EU_FANOUT_PARTICIPANT, "");
-  if (rc < 0) return rc;
+  if ((rc = prep(s, "SELECT due FROM eutaxy_agenda WHERE participant = '" EU_FANOUT_PARTICIPANT "'"
+                    " AND key = ''", &st)) < 0) return rc;
+  if ((rc = first_row(s, st)) < 0) return rc;
+  if (rc == 1) {
+    same = has && sqlite3_column_int64(st, 0) == due;
+    eu_store_reset(s, st);
+  } else {
+    same = !has;
+  }
+  if (!same) {
+    rc = has ? eu_agenda_set(s, EU_FANOUT_PARTICIPANT, "", due)
+             : eu_agenda_clear(s, EU_FANOUT_PARTICIPANT, "");
+    if (rc < 0) return rc;
+  }
   return eu_agenda_reconcile(s);
 }
 

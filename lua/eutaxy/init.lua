@@ -20,6 +20,7 @@ local lazy = {
   scheduler = function() return require("eutaxy.scheduler").for_ctx end,
   alarms = function() return require("eutaxy.scheduler").alarms end,
   durable = function() return require("eutaxy.scheduler").durable end,
+  fanout = function() return require("eutaxy.fanout").new end,
 }
 local eutaxy = setmetatable({}, {
   __index = function(t, k)
