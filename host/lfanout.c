@@ -58,6 +58,17 @@ static lfanout *self(lua_State *L) {
   return lua_touserdata(L, lua_upvalueindex(1));
 }
 
+static int raise_store(lua_State *L, eu_store *s);
+
+/* Every function but migrate first makes sure the tables are there (a
+ * current database costs two reads): a fanout made in a turn that was
+ * rolled back later would otherwise find them gone. */
+static lfanout *ready(lua_State *L) {
+  lfanout *f = self(L);
+  if (eu_fanout_migrate(f->s) < 0) raise_store(L, f->s);
+  return f;
+}
+
 static int raise_store(lua_State *L, eu_store *s) {
   lua_pushstring(L, eu_store_errmsg(s));
   return lua_error(L);
@@ -111,7 +122,7 @@ static int l_migrate(lua_State *L) {
 }
 
 static int l_enqueue(lua_State *L) {
-  lfanout *f = self(L);
+  lfanout *f = ready(L);
   eu_world *w = eu_world_of(L);
   eu_fanout_input *in;
   eu_fanout_enqueued *out;
@@ -217,7 +228,7 @@ static int push_row(void *ud, const eu_fanout_delivery *d) {
 }
 
 static int l_claim(lua_State *L) {
-  lfanout *f = self(L);
+  lfanout *f = ready(L);
   const char *target = check_cstr(L, 1, "a target name");
   lua_Integer max_batch = luaL_checkinteger(L, 2);
   lua_Integer max_attempts = luaL_checkinteger(L, 3);
@@ -246,7 +257,7 @@ static const char *opt_cstr(lua_State *L, int idx, const char *what) {
 }
 
 static int l_remove(lua_State *L) {
-  lfanout *f = self(L);
+  lfanout *f = ready(L);
   eu_fanout_ref r;
   int rc;
   check_ref(L, 1, &r);
@@ -257,7 +268,7 @@ static int l_remove(lua_State *L) {
 }
 
 static int l_remove_many(lua_State *L) {
-  lfanout *f = self(L);
+  lfanout *f = ready(L);
   eu_fanout_ref *refs;
   int *removed;
   int n, i;
@@ -285,7 +296,7 @@ static int l_remove_many(lua_State *L) {
 }
 
 static int l_retry(lua_State *L) {
-  lfanout *f = self(L);
+  lfanout *f = ready(L);
   eu_fanout_ref r;
   int rc;
   check_ref(L, 1, &r);
@@ -297,7 +308,7 @@ static int l_retry(lua_State *L) {
 }
 
 static int l_dead_letter(lua_State *L) {
-  lfanout *f = self(L);
+  lfanout *f = ready(L);
   eu_fanout_ref r;
   int rc;
   check_ref(L, 1, &r);
@@ -310,7 +321,7 @@ static int l_dead_letter(lua_State *L) {
 }
 
 static int l_postpone(lua_State *L) {
-  lfanout *f = self(L);
+  lfanout *f = ready(L);
   int rc = eu_fanout_postpone(f->s, check_cstr(L, 1, "a target name"), now_of(L),
                               (int64_t)luaL_checkinteger(L, 2));
   if (rc < 0) return raise_store(L, f->s);
@@ -319,7 +330,7 @@ static int l_postpone(lua_State *L) {
 }
 
 static int l_memo_get(lua_State *L) {
-  lfanout *f = self(L);
+  lfanout *f = ready(L);
   char err[EU_ERRLEN];
   int rc, n = 0;
   rc = eu_fanout_memo_get(f->s, check_cstr(L, 1, "a delivery id"), check_cstr(L, 2, "a generation"),
@@ -336,7 +347,7 @@ static int l_memo_get(lua_State *L) {
 }
 
 static int l_memo_put(lua_State *L) {
-  lfanout *f = self(L);
+  lfanout *f = ready(L);
   eu_fanout_ref r;
   const char *key;
   char err[EU_ERRLEN];
@@ -354,7 +365,7 @@ static int l_memo_put(lua_State *L) {
 }
 
 static int l_pending(lua_State *L) {
-  lfanout *f = self(L);
+  lfanout *f = ready(L);
   int64_t n;
   if (eu_fanout_pending(f->s, &n) < 0) return raise_store(L, f->s);
   lua_pushinteger(L, (lua_Integer)n);
@@ -362,7 +373,7 @@ static int l_pending(lua_State *L) {
 }
 
 static int l_next_due(lua_State *L) {
-  lfanout *f = self(L);
+  lfanout *f = ready(L);
   int has;
   int64_t due;
   if (eu_fanout_next_due(f->s, &has, &due) < 0) return raise_store(L, f->s);
@@ -379,7 +390,7 @@ static int push_target(void *ud, const char *target) {
 }
 
 static int l_targets(lua_State *L) {
-  lfanout *f = self(L);
+  lfanout *f = ready(L);
   lua_newtable(L);
   if (eu_fanout_targets(f->s, push_target, L, &f->buf) < 0) return raise_store(L, f->s);
   return 1;

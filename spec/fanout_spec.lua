@@ -8,7 +8,7 @@ local MAIN = "spec/fixtures/durability/fanout_worker.lua"
 local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
 
 local function new_world(seed)
-  return testing.world { main = MAIN, bindings = { HUB = "Hub" }, seed = seed }
+  return testing.world { main = MAIN, bindings = { HUB = "Hub", LAZY = "Lazy" }, seed = seed }
 end
 
 -- The hub, built with config (the fanout is made in init, so a new
@@ -55,6 +55,16 @@ describe("eutaxy.fanout", function()
       assert.matches("maxBatchSize must be a positive integer", hub:misconfigure("badbatch"))
       assert.matches("targets.x.maxAttempts must be a positive integer", hub:misconfigure("badattempts"))
       assert.matches("the fanout participant is already registered", hub:misconfigure("twice"))
+    end)
+
+    it("makes its tables again when the turn that made them was rolled back", function()
+      local lazy = world.env.LAZY:getByName("l")
+      local ok, err = pcall(lazy.start, lazy)
+      assert.is_false(ok)
+      assert.matches("the call that made the fanout failed", err.message)
+      assert.is_true(lazy:enqueue("m-1").success)
+      world:advance(0)
+      assert.are.same({ "m-1" }, lazy:got())
     end)
 
     it("creates its tables by versioned migrations", function()
