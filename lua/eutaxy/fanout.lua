@@ -26,6 +26,9 @@
 -- callback returned, raised or ran past its deadline), a retry by the
 -- target's policy. Enqueued messages are due at once (or at the next
 -- batchDelayMs boundary), so the alarm fires right after the enqueuing turn.
+-- Targets take their turns one after another within an alarm (a callback
+-- that calls other objects waits for them), each with its own batches, so
+-- a failing target never holds the others' messages back.
 --
 -- Delivery is at least once: an attempt that never settles (the isolate was
 -- reset, the invocation died) comes back when its claim's lease ends, so a
