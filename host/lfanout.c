@@ -131,9 +131,10 @@ static int l_enqueue(lua_State *L) {
   char err[EU_ERRLEN];
   int n, nt, i, conflict = 0, rc;
   int64_t pending = 0;
+  lua_Integer first_at;
   luaL_checktype(L, 1, LUA_TTABLE);
   luaL_checktype(L, 2, LUA_TTABLE);
-  lua_Integer first_at = luaL_checkinteger(L, 3);
+  first_at = luaL_checkinteger(L, 3);
   if (!w) return luaL_error(L, "fanout: enqueue runs inside an object");
   n = (int)luaL_len(L, 1);
   nt = (int)luaL_len(L, 2);
