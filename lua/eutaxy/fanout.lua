@@ -25,7 +25,7 @@
 -- ack, retry, dead letter, or, for a message it left unsettled (the
 -- callback returned, raised or ran past its deadline), a retry by the
 -- target's policy. Enqueued messages are due at once (or at the next
--- batchDelayMs boundary), so the alarm fires right after the enqueuing turn.
+-- batchDelayMs boundary after now), so the alarm fires right after the enqueuing turn.
 -- Targets take their turns one after another within an alarm (a callback
 -- that calls other objects waits for them), each with its own batches, so
 -- a failing target never holds the others' messages back.
@@ -94,7 +94,7 @@ Message.__name = "eutaxy.FanoutMessage"
 ---@field targets table<string, eutaxy.FanoutTarget>
 ---@field dlq (fun(stored: eutaxy.StoredMessage))|nil the dead-letter sink; without it, what gives up is dropped
 ---@field maxBatchSize integer|nil messages per deliver call (10, at most 10000)
----@field batchDelayMs integer|nil hold first deliveries to the next multiple of this, so they share batches (0)
+---@field batchDelayMs integer|nil hold first deliveries to the next multiple of this after now, so they share batches (0)
 ---@field maxAttempts integer|nil the default of every target
 ---@field delay integer|(fun(attempt: integer): number)|nil the default of every target
 ---@field attemptTimeoutMs integer|nil the default of every target
@@ -398,8 +398,10 @@ function Fanout:enqueue(messages, options)
   local now = core.now()
   local first_at = now
   local d = self._batch_delay
-  -- Rounding up to a shared boundary makes every message of the window due together.
-  if d > 0 then first_at = (now + d - 1) // d * d end
+  -- The next boundary strictly after now makes every message of the window
+  -- due together, and holds each for at most d ms (a message enqueued on a
+  -- boundary waits for the next one, or it would share no batch at all).
+  if d > 0 then first_at = (now // d + 1) * d end
   local accepted, results, pending = call(2, self._fns.enqueue, entries, targets, first_at)
   if not accepted then
     return { success = false, error = { name = results, message = pending }, load = self:load() }
