@@ -132,34 +132,34 @@ static char *dupstr(const char *s) {
   return p;
 }
 
+#define TRACING(w) (!(w)->o.no_trace)
+
+static void vtrace(eu_world *w, const char *fmt, va_list ap) {
+  int64_t t = w->sched.now;
+  if (!TRACING(w)) return;
+  eu_buf_printf(&w->trace, "%6" PRId64 ".%03ds  ", t / 1000, (int)(t % 1000));
+  eu_buf_vprintf(&w->trace, fmt, ap);
+  eu_buf_putc(&w->trace, '\n');
+}
+
 static void trace(eu_world *w, const char *fmt, ...)
 #if defined(__GNUC__)
   __attribute__((format(printf, 2, 3)))
 #endif
   ;
 
-#define TRACING(w) (!(w)->o.no_trace)
-
 static void trace(eu_world *w, const char *fmt, ...) {
   va_list ap;
-  int64_t t = w->sched.now;
-  if (!TRACING(w)) return;
-  eu_buf_printf(&w->trace, "%6" PRId64 ".%03ds  ", t / 1000, (int)(t % 1000));
   va_start(ap, fmt);
-  eu_buf_vprintf(&w->trace, fmt, ap);
+  vtrace(w, fmt, ap);
   va_end(ap);
-  eu_buf_putc(&w->trace, '\n');
 }
 
 void eu_world_log(eu_world *w, const char *fmt, ...) {
   va_list ap;
-  int64_t t = w->sched.now;
-  if (!TRACING(w)) return;
-  eu_buf_printf(&w->trace, "%6" PRId64 ".%03ds  ", t / 1000, (int)(t % 1000));
   va_start(ap, fmt);
-  eu_buf_vprintf(&w->trace, fmt, ap);
+  vtrace(w, fmt, ap);
   va_end(ap);
-  eu_buf_putc(&w->trace, '\n');
 }
 
 /* A short rendering of encoded values for the trace. An answer starts with
