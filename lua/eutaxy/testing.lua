@@ -97,7 +97,7 @@ local function seed_sql(w, sql)
 end
 
 --- A new world.
----@param opts { config: string|nil, main: string|nil, bindings: table|nil, dir: string|nil, sql: table|nil, seed: integer|nil, start: integer|nil, echo: boolean|nil }
+---@param opts { config: string|nil, main: string|nil, bindings: table|nil, dir: string|nil, sql: table|nil, seed: integer|nil, start: integer|nil, echo: boolean|nil, memLimit: integer|nil, cpuLimit: integer|nil }
 ---@return eutaxy.World
 function testing.world(opts)
   opts = opts or {}
@@ -115,7 +115,8 @@ function testing.world(opts)
   end
   local ok, w = pcall(core.world, {
     entry = cfg.main, projectdir = cfg.dir, libdir = config.libdir(), bindings = cfg.bindings,
-    seed = opts.seed or 0, start = opts.start, echo = opts.echo,
+    seed = opts.seed or 0, start = opts.start, echo = opts.echo, memLimit = opts.memLimit,
+    cpuLimit = opts.cpuLimit,
   })
   if not ok then
     local msg = tostring(w)
