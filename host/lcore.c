@@ -24,6 +24,7 @@
 #include "fault.h"
 #include "lagenda.h"
 #include "lcore.h"
+#include "serve.h"
 #include "lfanout.h"
 #include "world.h"
 
@@ -541,5 +542,6 @@ int eu_open_core_host(lua_State *L) {
   lua_pushstring(L, EU_VERSION);
   lua_setfield(L, -2, "version");
   eu_open_check(L);  /* adds explore to the module table */
+  eu_open_serve(L);  /* adds serve */
   return 1;
 }

@@ -2,6 +2,7 @@
  * main.c: the eutaxy command.
  *
  *   eutaxy check SCENARIO    explores a scenario's schedules under faults
+ *   eutaxy serve CONFIG      serves the worker and its objects over HTTP
  *   eutaxy run FILE [ARGS]   runs a Lua script with eutaxy's modules
  *   eutaxy test [ARGS]       runs busted specs (ARGS go to busted)
  *   eutaxy version
@@ -29,6 +30,7 @@ static const char usage[] =
   "\n"
   "commands:\n"
   "  check SCENARIO    explore a scenario's schedules under faults (eutaxy check --help)\n"
+  "  serve CONFIG      serve a wrangler.jsonc's worker over HTTP (eutaxy serve --help)\n"
   "  run FILE [ARGS]   run a Lua script with eutaxy's modules (require \"eutaxy.testing\")\n"
   "  test [ARGS]       run busted specs; ARGS go to busted (default: the spec/ folder)\n"
   "  version           print the version\n"
@@ -106,14 +108,14 @@ static int cmd_run(int argc, char **argv) {
   return rc;
 }
 
-/* check: eutaxy.checker.main(argv) returns the exit code. */
-static int cmd_check(int argc, char **argv) {
+/* check and serve: eutaxy.<module>.main(argv) returns the exit code. */
+static int cmd_main(const char *module, const char *name, int argc, char **argv) {
   lua_State *L;
   int i, rc = 2;
   if (!(L = new_state())) return 1;
   lua_pushcfunction(L, traceback);
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "eutaxy.checker");
+  lua_pushstring(L, module);
   if (lua_pcall(L, 1, 1, 1) != LUA_OK) {
     fprintf(stderr, "eutaxy: %s\n", lua_tostring(L, -1));
     lua_close(L);
@@ -126,7 +128,7 @@ static int cmd_check(int argc, char **argv) {
     lua_rawseti(L, -2, i + 1);
   }
   if (lua_pcall(L, 1, 1, 1) != LUA_OK)
-    fprintf(stderr, "eutaxy check: %s\n", lua_tostring(L, -1));
+    fprintf(stderr, "eutaxy %s: %s\n", name, lua_tostring(L, -1));
   else
     rc = (int)lua_tointeger(L, -1);
   fflush(stdout);
@@ -150,7 +152,8 @@ static int cmd_test(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "help";
-  if (strcmp(cmd, "check") == 0) return cmd_check(argc - 2, argv + 2);
+  if (strcmp(cmd, "check") == 0) return cmd_main("eutaxy.checker", "check", argc - 2, argv + 2);
+  if (strcmp(cmd, "serve") == 0) return cmd_main("eutaxy.serve", "serve", argc - 2, argv + 2);
   if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2);
   if (strcmp(cmd, "test") == 0) return cmd_test(argc - 2, argv + 2);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

@@ -1273,6 +1273,15 @@ int eu_world_advance(eu_world *w, int64_t ms, char *err, size_t errlen) {
   return EU_OK;
 }
 
+int64_t eu_world_next_due(eu_world *w) {
+  int64_t t = eu_sched_next_time(&w->sched);
+  return t == INT64_MAX ? t : w->o.start_ms + t;
+}
+
+void eu_world_wake(eu_world *w, eu_object *o) {
+  if (o->ns >= 0) reconcile_alarm(w, o);
+}
+
 /* ---- reset ------------------------------------------------------------ */
 
 int eu_world_reset(eu_world *w, eu_object *o) {

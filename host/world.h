@@ -115,6 +115,13 @@ int eu_world_run_until_done(eu_world *w, int slot, char *err, size_t errlen);
 int eu_world_advance(eu_world *w, int64_t ms, char *err, size_t errlen);
 /* Runs one batch of due events; returns 1 if it ran something, 0 if the queue is empty. */
 int eu_world_step(eu_world *w, char *err, size_t errlen);
+/* The virtual time (ms since 1970) of the earliest queued event, or INT64_MAX
+ * when nothing is queued: a host on the wall clock sleeps until then. */
+int64_t eu_world_next_due(eu_world *w);
+/* Schedules the alarm stored in o's database (its store must be open): for a
+ * host that opens an object's stored state at start-up, such as serve. An
+ * alarm already due fires at the next step. */
+void eu_world_wake(eu_world *w, eu_object *o);
 
 /* Objects that exist, in the order they came to be (the worker is not one). */
 int eu_world_nobjects(eu_world *w);

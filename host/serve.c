@@ -1,0 +1,859 @@
+/*
+ * serve.c: `eutaxy serve`, the worker and its objects behind libuv TCP.
+ *
+ * One world runs every request, as in `check`, but its virtual clock is kept
+ * equal to the wall clock: after each batch of requests and on a timer set
+ * for the world's next queued event, the world is advanced to now. Sleeps
+ * and alarms therefore happen in real time, and an alarm that came due while
+ * the server was down is simply in the past: it fires at the first advance.
+ *
+ * Each connection has an eu_http_conn (http.c) that turns bytes into whole
+ * requests; each request becomes a slot of the world. Answers leave in the
+ * order the requests came, so pipelining works whatever order the world
+ * finishes them in.
+ *
+ * Storage: one SQLite file per object under the state directory, named from
+ * a hash of the binding name and the object's 64-hex id (a name never picks
+ * a path), in WAL mode with synchronous=FULL. The world commits a turn before
+ * the answer it leads to exists, so a response only leaves once what it
+ * depends on is on disk. Each file also holds a row naming its object
+ * (_eutaxy_serve_object), which is how stored alarms are re-armed at start-up.
+ *
+ * This file must not reach into the world's internals or parse HTTP itself.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <uv.h>
+
+#include "clone.h"
+#include "eutaxy.h"
+#include "http.h"
+#include "prng.h"
+#include "serve.h"
+#include "store.h"
+#include "world.h"
+
+#define EU_SERVE_LOG_PATH 200   /* bytes of a path shown in the request log */
+
+typedef struct served_store {
+  int ns;
+  char hex[65];
+  eu_store *store;
+} served_store;
+
+typedef struct pending {
+  int slot;                 /* 0: never submitted, answer 500 */
+  int keep_alive;
+  int head;                 /* a HEAD request: headers only */
+  char method[16];
+  char *path;
+  uint64_t t0;              /* uv_hrtime at arrival */
+  struct pending *next;
+} pending;
+
+typedef struct server server;
+
+typedef struct conn {
+  uv_tcp_t tcp;
+  server *srv;
+  eu_http_conn *http;
+  pending *head, *tail;
+  int failed_status;        /* the http layer refused: answer this once the queue is empty */
+  int eof;                  /* the client will send nothing more */
+  int close_after;          /* close once the writes in flight are done */
+  int closing;
+  int nwrites;
+  struct conn *prev, *next;
+} conn;
+
+typedef struct wreq {
+  uv_write_t req;
+  conn *c;
+  char *data;
+} wreq;
+
+struct server {
+  eu_serve_opts o;
+  uv_loop_t loop;
+  uv_tcp_t listener;
+  uv_timer_t timer;
+  uv_signal_t sigint, sigterm;
+  int listening, stopping;
+  eu_world *w;
+  lua_State *L;             /* builds wire requests and reads wire responses */
+  char state[4096];
+  char authority[300];      /* host:port, for a request without a usable Host */
+  served_store *stores;
+  int nstores, capstores;
+  conn *conns;
+  int *orphans;             /* slots of requests whose connection went away */
+  int norphans, caporphans;
+  uint64_t nrequests;
+};
+
+static void pump(server *s);
+static void catch_up(server *s);
+
+/* ---- clocks ----------------------------------------------------------- */
+
+static int64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the state directory and its stores ------------------------------- */
+
+static int mkdir_p(const char *path, char *err, size_t errlen) {
+  char tmp[4096];
+  size_t i, n = strlen(path);
+  if (n == 0 || n >= sizeof tmp) return eu_err(err, errlen, EU_EINVAL, "invalid state directory");
+  memcpy(tmp, path, n + 1);
+  for (i = 1; i <= n; i++) {
+    if (tmp[i] != '/' && tmp[i] != '\0') continue;
+    tmp[i] = '\0';
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+      return eu_err(err, errlen, EU_EINVAL, "cannot create %s: %s", tmp, strerror(errno));
+    tmp[i] = path[i];
+  }
+  return EU_OK;
+}
+
+/* The file of an object: a hash of binding and id, never anything a user chose. */
+static void store_path(server *s, const char *binding, const char *hex, char *out, size_t n) {
+  eu_buf b;
+  uint64_t h1 = 0, h2 = 0;
+  eu_buf_init(&b);
+  if (eu_buf_puts(&b, binding) == EU_OK && eu_buf_putc(&b, 0) == EU_OK && eu_buf_puts(&b, hex) == EU_OK) {
+    h1 = eu_hash64(b.p, b.n, UINT64_C(0x736572766531));
+    h2 = eu_hash64(b.p, b.n, UINT64_C(0x736572766532));
+  }
+  eu_buf_free(&b);
+  snprintf(out, n, "%s/%016" PRIx64 "%016" PRIx64 ".sqlite", s->state, h1, h2);
+}
+
+static const char serve_schema[] =
+  "PRAGMA journal_mode = WAL;"
+  "PRAGMA synchronous = FULL;"
+  "CREATE TABLE IF NOT EXISTS _eutaxy_serve_object("
+  "  id INTEGER PRIMARY KEY CHECK (id = 1), binding TEXT NOT NULL, hex TEXT NOT NULL, name TEXT);";
+
+static int open_file(const char *path, eu_store **out, char *err, size_t errlen) {
+  int rc = eu_store_open(out, path, err, errlen);
+  if (rc != EU_OK) return rc;
+  if ((rc = eu_store_exec_internal(*out, serve_schema)) != EU_OK) {
+    eu_err(err, errlen, rc, "cannot set up %s: %s", path, eu_store_errmsg(*out));
+    eu_store_close(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+/* Records which object the file holds (binding, id and, once known, its name). */
+static int note_object(eu_store *st, const char *binding, const char *hex, const char *name) {
+  sqlite3_stmt *q;
+  int rc = eu_store_internal_prepare(st,
+    "INSERT INTO _eutaxy_serve_object(id, binding, hex, name) VALUES (1, ?1, ?2, ?3) "
+    "ON CONFLICT(id) DO UPDATE SET name = coalesce(excluded.name, name)", &q);
+  if (rc != EU_OK) return rc;
+  sqlite3_bind_text(q, 1, binding, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(q, 2, hex, -1, SQLITE_TRANSIENT);
+  if (name) sqlite3_bind_text(q, 3, name, -1, SQLITE_TRANSIENT);
+  else sqlite3_bind_null(q, 3);
+  rc = eu_store_internal_step(st, q);
+  eu_store_reset(st, q);
+  return rc < 0 ? rc : EU_OK;
+}
+
+static int keep_store(server *s, int ns, const char *hex, eu_store *st) {
+  served_store *p;
+  if (s->nstores == s->capstores) {
+    int cap = s->capstores ? s->capstores * 2 : 16;
+    served_store *a = realloc(s->stores, (size_t)cap * sizeof *a);
+    if (!a) return EU_ENOMEM;
+    s->stores = a;
+    s->capstores = cap;
+  }
+  p = &s->stores[s->nstores++];
+  p->ns = ns;
+  snprintf(p->hex, sizeof p->hex, "%s", hex);
+  p->store = st;
+  return EU_OK;
+}
+
+static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, size_t errlen) {
+  server *s = ud;
+  const char *binding = eu_world_binding_name(s->w, ns);
+  eu_object *o = eu_world_object(s->w, ns, hex, NULL, NULL, 0);  /* known already: asks for nothing */
+  char path[4200];
+  eu_store *st;
+  int i;
+  for (i = 0; i < s->nstores; i++)
+    if (s->stores[i].ns == ns && strcmp(s->stores[i].hex, hex) == 0) return s->stores[i].store;
+  store_path(s, binding, hex, path, sizeof path);
+  if (open_file(path, &st, err, errlen) != EU_OK) return NULL;
+  if (note_object(st, binding, hex, o ? eu_object_name(o) : NULL) != EU_OK) {
+    eu_err(err, errlen, EU_ESQL, "cannot record the object in %s: %s", path, eu_store_errmsg(st));
+    eu_store_close(st);
+    return NULL;
+  }
+  if (keep_store(s, ns, hex, st) != EU_OK) {
+    eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    eu_store_close(st);
+    return NULL;
+  }
+  return st;
+}
+
+/* Start-up: every object whose file holds an alarm is made known to the world
+ * and its alarm scheduled (one already due fires at the first advance). */
+static int rearm_alarms(server *s, char *err, size_t errlen) {
+  DIR *d = opendir(s->state);
+  struct dirent *e;
+  if (!d) return eu_err(err, errlen, EU_EINVAL, "cannot read %s: %s", s->state, strerror(errno));
+  while ((e = readdir(d)) != NULL) {
+    char path[4200], ebuf[EU_ERRLEN];
+    const char *binding = NULL, *hex = NULL, *name = NULL;
+    char bcopy[256], hcopy[65], ncopy[512];
+    size_t n = strlen(e->d_name);
+    sqlite3_stmt *q;
+    eu_store *st;
+    eu_object *o;
+    int has = 0, retry = 0, ns;
+    int64_t at = 0;
+    if (n != 32 + 7 || strcmp(e->d_name + 32, ".sqlite") != 0 ||
+        strspn(e->d_name, "0123456789abcdef") != 32)
+      continue;
+    snprintf(path, sizeof path, "%s/%.39s", s->state, e->d_name);
+    if (open_file(path, &st, ebuf, sizeof ebuf) != EU_OK) {
+      fprintf(stderr, "eutaxy serve: %s\n", ebuf);
+      continue;
+    }
+    if (eu_store_get_alarm(st, &has, &at, &retry) != EU_OK || !has ||
+        eu_store_internal_prepare(st, "SELECT binding, hex, name FROM _eutaxy_serve_object WHERE id = 1", &q) != EU_OK) {
+      eu_store_close(st);
+      continue;
+    }
+    if (eu_store_internal_step(st, q) == 1) {
+      binding = (const char *)sqlite3_column_text(q, 0);
+      hex = (const char *)sqlite3_column_text(q, 1);
+      name = (const char *)sqlite3_column_text(q, 2);
+      snprintf(bcopy, sizeof bcopy, "%s", binding ? binding : "");
+      snprintf(hcopy, sizeof hcopy, "%s", hex ? hex : "");
+      snprintf(ncopy, sizeof ncopy, "%s", name ? name : "");
+    }
+    eu_store_reset(st, q);
+    ns = binding ? eu_world_binding(s->w, bcopy) : -1;
+    if (ns < 0) {  /* a binding the config no longer has: its alarm sleeps */
+      eu_store_close(st);
+      continue;
+    }
+    if (keep_store(s, ns, hcopy, st) != EU_OK) {
+      eu_store_close(st);
+      closedir(d);
+      return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    }
+    o = eu_world_object(s->w, ns, hcopy, name ? ncopy : NULL, ebuf, sizeof ebuf);
+    if (!o || !eu_object_store(s->w, o, ebuf, sizeof ebuf)) {
+      fprintf(stderr, "eutaxy serve: %s: %s\n", path, ebuf);
+      continue;
+    }
+    eu_world_wake(s->w, o);
+  }
+  closedir(d);
+  return EU_OK;
+}
+
+/* ---- requests in, answers out ----------------------------------------- */
+
+static int host_usable(const char *h) {
+  return h && *h && strlen(h) < 256 &&
+         strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") == strlen(h);
+}
+
+/* L: [1] the eu_http_request (light userdata), [2] the authority. Pushes the wire request. */
+static int build_request(lua_State *L) {
+  const eu_http_request *req = lua_touserdata(L, 1);
+  const char *authority = lua_tostring(L, 2);
+  luaL_Buffer u;
+  size_t i;
+  lua_createtable(L, 0, 5);
+  lua_pushliteral(L, "request");
+  lua_setfield(L, -2, "kind");
+  lua_pushstring(L, req->method);
+  lua_setfield(L, -2, "method");
+  if (req->url_len > 0 && req->url[0] == '/') {
+    luaL_buffinit(L, &u);
+    luaL_addstring(&u, "http://");
+    luaL_addstring(&u, authority);
+    luaL_addlstring(&u, req->url, req->url_len);
+    luaL_pushresult(&u);
+  } else if (req->url_len > 7 && strncmp(req->url, "http://", 7) == 0) {
+    lua_pushlstring(L, req->url, req->url_len);
+  } else {
+    lua_pushfstring(L, "http://%s/", authority);
+  }
+  lua_setfield(L, -2, "url");
+  lua_createtable(L, (int)req->nheaders, 0);
+  for (i = 0; i < req->nheaders; i++) {
+    lua_createtable(L, 2, 0);
+    lua_pushlstring(L, req->headers[i].name, req->headers[i].name_len);
+    lua_rawseti(L, -2, 1);
+    lua_pushlstring(L, req->headers[i].value, req->headers[i].value_len);
+    lua_rawseti(L, -2, 2);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "headers");
+  if (req->body_len > 0 && strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
+    lua_pushlstring(L, req->body, req->body_len);
+    lua_setfield(L, -2, "body");
+  }
+  return 1;
+}
+
+/* Encodes the wire request; *payload is malloc'd. */
+static int encode_request(server *s, const eu_http_request *req, char **payload, size_t *len) {
+  lua_State *L = s->L;
+  const char *h = eu_http_header_get(req, "host");
+  eu_buf b;
+  int rc;
+  lua_settop(L, 0);
+  lua_pushcfunction(L, build_request);
+  lua_pushlightuserdata(L, (void *)req);
+  lua_pushstring(L, host_usable(h) ? h : s->authority);
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+    lua_settop(L, 0);
+    return EU_ENOMEM;
+  }
+  eu_buf_init(&b);
+  rc = eu_clone_encode(L, 1, 1, &b, NULL, 0);
+  lua_settop(L, 0);
+  if (rc != EU_OK) {
+    eu_buf_free(&b);
+    return rc;
+  }
+  *payload = eu_buf_take(&b, len);
+  return EU_OK;
+}
+
+static int on_request(void *ud, const eu_http_request *req) {
+  conn *c = ud;
+  server *s = c->srv;
+  pending *p = calloc(1, sizeof *p);
+  char *payload = NULL, label[32];
+  size_t len = 0, plen = req->path_len < EU_SERVE_LOG_PATH ? req->path_len : EU_SERVE_LOG_PATH;
+  if (!p || !(p->path = malloc(plen + 1))) {
+    free(p);
+    return EU_ENOMEM;
+  }
+  memcpy(p->path, req->path, plen);
+  p->path[plen] = '\0';
+  snprintf(p->method, sizeof p->method, "%s", req->method);
+  p->keep_alive = req->keep_alive;
+  p->head = strcmp(req->method, "HEAD") == 0;
+  p->t0 = uv_hrtime();
+  snprintf(label, sizeof label, "req-%" PRIu64, ++s->nrequests);
+  if (encode_request(s, req, &payload, &len) == EU_OK)
+    p->slot = eu_world_submit(s->w, EU_CALL_FETCH, NULL, "fetch", payload, len, label, 1);
+  if (c->tail) c->tail->next = p;
+  else c->head = p;
+  c->tail = p;
+  return 0;
+}
+
+/* L: [1] the answer's bytes (a string). Returns status, reason, body, then the header pairs. */
+static int read_answer(lua_State *L) {
+  size_t len, i, nh;
+  const char *data = lua_tolstring(L, 1, &len);
+  int n = 0, base = lua_gettop(L);
+  if (eu_clone_decode(L, data, len, &n, NULL, 0) != EU_OK || n < 2)
+    return luaL_error(L, "the answer of fetch does not decode");
+  if (!lua_toboolean(L, base + 1)) {
+    const char *name, *message, *stack;
+    if (!lua_istable(L, base + 2)) return luaL_error(L, "fetch raised %s", luaL_tolstring(L, base + 2, NULL));
+    lua_getfield(L, base + 2, "name");
+    lua_getfield(L, base + 2, "message");
+    lua_getfield(L, base + 2, "stack");
+    name = lua_tostring(L, -3);
+    message = lua_tostring(L, -2);
+    stack = lua_tostring(L, -1);
+    if (stack && message && strstr(stack, message)) message = NULL;  /* the traceback repeats it */
+    return luaL_error(L, "fetch raised %s: %s%s%s", name ? name : "Error", message ? message : "",
+                      message && stack ? "\n" : "", stack ? stack : "");
+  }
+  if (!lua_istable(L, base + 2)) return luaL_error(L, "fetch answered with no response");
+  lua_getfield(L, base + 2, "status");
+  if (!lua_isinteger(L, -1)) return luaL_error(L, "fetch answered with a response without a status");
+  lua_getfield(L, base + 2, "statusText");
+  if (!lua_isstring(L, -1) || lua_rawlen(L, -1) == 0) {
+    lua_pop(L, 1);
+    lua_pushnil(L);
+  }
+  lua_getfield(L, base + 2, "body");
+  if (!lua_isstring(L, -1)) {
+    lua_pop(L, 1);
+    lua_pushliteral(L, "");
+  }
+  lua_getfield(L, base + 2, "headers");
+  nh = lua_istable(L, -1) ? lua_rawlen(L, -1) : 0;
+  luaL_checkstack(L, (int)(2 * nh + 4), "too many response headers");
+  for (i = 1; i <= nh; i++) {
+    int t = lua_gettop(L) - (int)(2 * (i - 1));
+    lua_rawgeti(L, t, (lua_Integer)i);
+    if (!lua_istable(L, -1)) return luaL_error(L, "a response header is not a pair");
+    lua_rawgeti(L, -1, 1);
+    lua_rawgeti(L, -2, 2);
+    lua_remove(L, -3);
+    if (!lua_isstring(L, -2) || !lua_isstring(L, -1)) return luaL_error(L, "a response header is not a pair of strings");
+  }
+  return 4 + (int)(2 * nh);  /* status, reason, body, headers table, then the pairs */
+}
+
+static void log_request(server *s, pending *p, int status) {
+  double ms;
+  if (s->o.quiet) return;
+  ms = (double)(uv_hrtime() - p->t0) / 1e6;
+  fprintf(stderr, "%s %s %d %.1fms\n", p->method, p->path, status, ms);
+}
+
+/* Appends the response to p; returns its status. */
+static int respond(server *s, pending *p, eu_buf *out, int keep) {
+  static const char isr[] = "Internal Server Error";
+  static const eu_http_header text = { "content-type", 12, "text/plain; charset=utf-8", 25 };
+  lua_State *L = s->L;
+  char *data = NULL;
+  size_t len = 0, before = out->n;
+  int status = 500;
+  if (p->slot && eu_world_slot_take(s->w, p->slot, &data, &len) == EU_OK) {
+    lua_settop(L, 0);
+    lua_pushcfunction(L, read_answer);
+    lua_pushlstring(L, data ? data : "", len);
+    free(data);
+    if (lua_pcall(L, 1, LUA_MULTRET, 0) != LUA_OK) {
+      fprintf(stderr, "eutaxy serve: %s %s: %s\n", p->method, p->path,
+              lua_tostring(L, -1) ? lua_tostring(L, -1) : "error");
+    } else {
+      int n = lua_gettop(L), i, nh = (n - 4) / 2, rc;
+      eu_http_header *hs = calloc((size_t)(nh ? nh : 1), sizeof *hs);
+      const char *body;
+      size_t blen;
+      if (hs) {
+        for (i = 0; i < nh; i++) {
+          hs[i].name = lua_tolstring(L, 5 + 2 * i, &hs[i].name_len);
+          hs[i].value = lua_tolstring(L, 6 + 2 * i, &hs[i].value_len);
+        }
+        body = lua_tolstring(L, 3, &blen);
+        status = (int)lua_tointeger(L, 1);
+        rc = eu_http_write_response(out, status, lua_tostring(L, 2), hs, (size_t)nh, body, blen, keep);
+        free(hs);
+        if (rc == EU_OK) {
+          if (p->head) out->n -= blen;  /* HEAD: the length of the body, not the body */
+          lua_settop(L, 0);
+          return status;
+        }
+        fprintf(stderr, "eutaxy serve: %s %s: the response of fetch cannot be sent (status %d)\n",
+                p->method, p->path, status);
+      }
+      status = 500;
+    }
+    lua_settop(L, 0);
+  } else {
+    fprintf(stderr, "eutaxy serve: %s %s: the request could not be started\n", p->method, p->path);
+  }
+  out->n = before;
+  eu_http_write_response(out, 500, NULL, &text, 1, isr, p->head ? 0 : sizeof isr - 1, keep);
+  return 500;
+}
+
+/* ---- connections ------------------------------------------------------ */
+
+static int add_orphan(server *s, int slot) {
+  if (s->norphans == s->caporphans) {
+    int cap = s->caporphans ? s->caporphans * 2 : 16;
+    int *a = realloc(s->orphans, (size_t)cap * sizeof *a);
+    if (!a) return EU_ENOMEM;
+    s->orphans = a;
+    s->caporphans = cap;
+  }
+  s->orphans[s->norphans++] = slot;
+  return EU_OK;
+}
+
+static void drop_pending(conn *c) {
+  pending *p, *next;
+  for (p = c->head; p; p = next) {
+    next = p->next;
+    if (p->slot) add_orphan(c->srv, p->slot);
+    free(p->path);
+    free(p);
+  }
+  c->head = c->tail = NULL;
+}
+
+static void on_conn_closed(uv_handle_t *h) {
+  conn *c = h->data;
+  server *s = c->srv;
+  if (c->prev) c->prev->next = c->next;
+  else s->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  eu_http_conn_free(c->http);
+  free(c);
+  if (s->stopping) pump(s);
+}
+
+static void close_conn(conn *c) {
+  if (c->closing) return;
+  c->closing = 1;
+  drop_pending(c);
+  uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+static void on_written(uv_write_t *req, int status) {
+  wreq *r = (wreq *)req;
+  conn *c = r->c;
+  free(r->data);
+  free(r);
+  c->nwrites--;
+  if (status < 0 || (c->close_after && c->nwrites == 0)) close_conn(c);
+}
+
+static void send_buf(conn *c, eu_buf *out) {
+  wreq *r;
+  uv_buf_t b;
+  size_t n;
+  if (out->n == 0) return;
+  r = malloc(sizeof *r);
+  if (!r) {
+    eu_buf_free(out);
+    close_conn(c);
+    return;
+  }
+  r->c = c;
+  r->data = eu_buf_take(out, &n);
+  b = uv_buf_init(r->data, (unsigned)n);
+  if (uv_write(&r->req, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0) {
+    free(r->data);
+    free(r);
+    close_conn(c);
+    return;
+  }
+  c->nwrites++;
+}
+
+/* Answers, in order, every request at the head of the queue whose slot is done. */
+static void flush_conn(conn *c) {
+  server *s = c->srv;
+  eu_buf out;
+  if (c->closing) return;
+  eu_buf_init(&out);
+  while (c->head && (!c->head->slot || eu_world_slot_done(s->w, c->head->slot))) {
+    pending *p = c->head;
+    int keep = p->keep_alive && !s->stopping && !(p->next == NULL && (c->eof || c->failed_status));
+    int status = respond(s, p, &out, keep);
+    log_request(s, p, status);
+    c->head = p->next;
+    if (!c->head) c->tail = NULL;
+    free(p->path);
+    free(p);
+    if (!keep) {
+      c->close_after = 1;
+      drop_pending(c);
+      break;
+    }
+  }
+  if (!c->head && !c->close_after && c->failed_status) {
+    const char *reason = NULL;
+    int status = c->failed_status;
+    char body[64];
+    eu_http_conn_error(c->http, &reason);
+    snprintf(body, sizeof body, "%s\n", eu_http_reason(status));
+    eu_http_write_response(&out, status, NULL, NULL, 0, body, strlen(body), 0);
+    if (!s->o.quiet) fprintf(stderr, "- - %d (%s)\n", status, reason ? reason : "bad request");
+    c->close_after = 1;
+  }
+  if (!c->head && !c->close_after && (c->eof || s->stopping)) c->close_after = 1;
+  send_buf(c, &out);
+  eu_buf_free(&out);
+  if (!c->closing && c->close_after && c->nwrites == 0) close_conn(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  buf->base = malloc(suggested);
+  buf->len = buf->base ? suggested : 0;
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+  conn *c = stream->data;
+  server *s = c->srv;
+  if (nread > 0 && !c->failed_status && !c->closing) {
+    int rc;
+    catch_up(s);  /* a request starts at the wall clock's now, not at the last event's time */
+    rc = eu_http_feed(c->http, buf->base, (size_t)nread, on_request, c);
+    if (rc < 0) {
+      int status = eu_http_conn_error(c->http, NULL);
+      c->failed_status = status ? status : 400;
+      uv_read_stop(stream);
+    } else if (eu_http_conn_closing(c->http)) {
+      uv_read_stop(stream);
+      c->eof = 1;
+    }
+  } else if (nread == UV_EOF) {
+    c->eof = 1;
+    uv_read_stop(stream);
+  } else if (nread < 0) {
+    free(buf->base);
+    close_conn(c);
+    return;
+  }
+  free(buf->base);
+  pump(s);
+}
+
+static void on_connection(uv_stream_t *listener, int status) {
+  server *s = listener->data;
+  conn *c;
+  if (status < 0 || s->stopping) return;
+  c = calloc(1, sizeof *c);
+  if (!c) return;
+  c->srv = s;
+  if (eu_http_conn_new(&c->http, NULL) != EU_OK || uv_tcp_init(&s->loop, &c->tcp) != 0) {
+    eu_http_conn_free(c->http);
+    free(c);
+    return;
+  }
+  c->tcp.data = c;
+  c->next = s->conns;
+  if (s->conns) s->conns->prev = c;
+  s->conns = c;
+  if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 ||
+      uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+    close_conn(c);
+}
+
+/* ---- the world on the wall clock -------------------------------------- */
+
+static void on_timer(uv_timer_t *t) {
+  pump(t->data);
+}
+
+static void close_handle_if_open(uv_handle_t *h) {
+  if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+/* Runs every event due by the wall clock and moves the world's clock to it. */
+static void catch_up(server *s) {
+  char err[EU_ERRLEN];
+  int64_t delta = wall_ms() - eu_world_now(s->w);
+  if (eu_world_advance(s->w, delta > 0 ? delta : 0, err, sizeof err) != EU_OK)
+    fprintf(stderr, "eutaxy serve: %s\n", err);
+}
+
+/* Advances the world to now, sends what is done, and sleeps until the next event. */
+static void pump(server *s) {
+  int64_t next;
+  conn *c, *cnext;
+  int i;
+  catch_up(s);
+  for (c = s->conns; c; c = cnext) {
+    cnext = c->next;
+    flush_conn(c);
+  }
+  for (i = 0; i < s->norphans;) {
+    char *data;
+    size_t len;
+    if (eu_world_slot_take(s->w, s->orphans[i], &data, &len) == EU_OK) {
+      free(data);
+      s->orphans[i] = s->orphans[--s->norphans];
+    } else {
+      i++;
+    }
+  }
+  if (s->stopping && !s->conns) {
+    close_handle_if_open((uv_handle_t *)&s->timer);
+    close_handle_if_open((uv_handle_t *)&s->sigint);
+    close_handle_if_open((uv_handle_t *)&s->sigterm);
+    return;
+  }
+  next = eu_world_next_due(s->w);
+  if (next == INT64_MAX) {
+    uv_timer_stop(&s->timer);
+  } else {
+    int64_t wait = next - wall_ms();
+    uv_timer_start(&s->timer, on_timer, (uint64_t)(wait > 0 ? wait : 0), 0);
+  }
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+  server *s = h->data;
+  conn *c;
+  if (s->stopping) return;
+  s->stopping = 1;
+  if (s->listening) close_handle_if_open((uv_handle_t *)&s->listener);
+  for (c = s->conns; c; c = c->next)
+    if (!c->closing) uv_read_stop((uv_stream_t *)&c->tcp);
+  pump(s);
+}
+
+/* ---- start and stop --------------------------------------------------- */
+
+static int start(server *s, char *err, size_t errlen) {
+  eu_world_opts wo;
+  struct sockaddr_storage addr;
+  struct sockaddr_storage bound;
+  int rc, namelen = sizeof bound, port;
+  const char *host = s->o.host;
+  memset(&wo, 0, sizeof wo);
+  wo.entry = s->o.entry;
+  wo.libdir = s->o.libdir;
+  wo.projectdir = s->o.projectdir;
+  wo.bindings = s->o.bindings;
+  wo.nbindings = s->o.nbindings;
+  /* Ids from newUniqueId must differ between runs of the server. */
+  wo.seed = (uint64_t)wall_ms() ^ ((uint64_t)getpid() << 32) ^ uv_hrtime();
+  wo.start_ms = wall_ms();
+  wo.no_trace = 1;
+  wo.echo_log = 1;
+  wo.store_provider = provide_store;
+  wo.store_ud = s;
+  if ((rc = mkdir_p(s->state, err, errlen)) != EU_OK) return rc;
+  if ((rc = eu_world_new(&s->w, &wo, err, errlen)) != EU_OK) return rc;
+  if ((rc = rearm_alarms(s, err, errlen)) != EU_OK) return rc;
+
+  if (strchr(host, ':')) rc = uv_ip6_addr(host, s->o.port, (struct sockaddr_in6 *)&addr);
+  else rc = uv_ip4_addr(host, s->o.port, (struct sockaddr_in *)&addr);
+  if (rc != 0) return eu_err(err, errlen, EU_EINVAL, "invalid --host %s: %s", host, uv_strerror(rc));
+  if ((rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&addr, 0)) != 0 ||
+      (rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection)) != 0)
+    return eu_err(err, errlen, EU_EINVAL, "cannot listen on %s port %d: %s", host, s->o.port, uv_strerror(rc));
+  s->listening = 1;
+  if ((rc = uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &namelen)) != 0)
+    return eu_err(err, errlen, EU_EINVAL, "cannot read the bound port: %s", uv_strerror(rc));
+  port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                           : ((struct sockaddr_in *)&bound)->sin_port);
+  if (strchr(host, ':')) snprintf(s->authority, sizeof s->authority, "[%s]:%d", host, port);
+  else snprintf(s->authority, sizeof s->authority, "%s:%d", host, port);
+  printf("eutaxy serve: listening on http://%s\n", s->authority);
+  fflush(stdout);
+  pump(s);  /* alarms that came due while the server was down */
+  return EU_OK;
+}
+
+int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
+  server *s;
+  int rc, i;
+  if (!o->entry || !o->libdir) return eu_err(err, errlen, EU_EINVAL, "serve needs a worker entry and a library folder");
+  s = calloc(1, sizeof *s);
+  if (!s) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  s->o = *o;
+  if (!s->o.host) s->o.host = "127.0.0.1";
+  snprintf(s->state, sizeof s->state, "%s", o->state && *o->state ? o->state : ".eutaxy/state");
+  if (!(s->L = luaL_newstate())) {
+    free(s);
+    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  signal(SIGPIPE, SIG_IGN);
+  if ((rc = uv_loop_init(&s->loop)) != 0) {
+    lua_close(s->L);
+    free(s);
+    return eu_err(err, errlen, EU_ENOMEM, "cannot start the event loop: %s", uv_strerror(rc));
+  }
+  uv_tcp_init(&s->loop, &s->listener);
+  uv_timer_init(&s->loop, &s->timer);
+  uv_signal_init(&s->loop, &s->sigint);
+  uv_signal_init(&s->loop, &s->sigterm);
+  s->listener.data = s->timer.data = s->sigint.data = s->sigterm.data = s;
+  uv_signal_start(&s->sigint, on_signal, SIGINT);
+  uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+  rc = start(s, err, errlen);
+  if (rc != EU_OK) {
+    s->stopping = 1;
+    close_handle_if_open((uv_handle_t *)&s->listener);
+    close_handle_if_open((uv_handle_t *)&s->timer);
+    close_handle_if_open((uv_handle_t *)&s->sigint);
+    close_handle_if_open((uv_handle_t *)&s->sigterm);
+  }
+  uv_run(&s->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&s->loop);
+  /* The world never closes a provider's stores: they are closed after it. */
+  eu_world_free(s->w);
+  for (i = 0; i < s->nstores; i++) eu_store_close(s->stores[i].store);
+  free(s->stores);
+  free(s->orphans);
+  lua_close(s->L);
+  free(s);
+  return rc;
+}
+
+/* ---- core.serve ------------------------------------------------------- */
+
+static const char *field_str(lua_State *L, const char *k) {
+  const char *v;
+  lua_getfield(L, 1, k);
+  v = lua_tostring(L, -1);
+  lua_pop(L, 1);  /* the options table keeps it alive */
+  return v;
+}
+
+/* core.serve{ entry=, projectdir=, libdir=, bindings=, host=, port=, state=, quiet= }:
+ * true once the server stopped, or nil and a message if it could not start. */
+static int l_serve(lua_State *L) {
+  eu_serve_opts o;
+  eu_binding *bs;
+  char err[EU_ERRLEN];
+  int n, i, rc;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  memset(&o, 0, sizeof o);
+  o.entry = field_str(L, "entry");
+  o.projectdir = field_str(L, "projectdir");
+  o.libdir = field_str(L, "libdir");
+  o.host = field_str(L, "host");
+  o.state = field_str(L, "state");
+  lua_getfield(L, 1, "port");
+  o.port = (int)luaL_optinteger(L, -1, 8787);
+  lua_getfield(L, 1, "quiet");
+  o.quiet = lua_toboolean(L, -1);
+  lua_pop(L, 2);
+  if (!o.entry || !o.libdir) return luaL_error(L, "core.serve: entry and libdir are required");
+  if (o.port < 0 || o.port > 65535) return luaL_error(L, "core.serve: port must be within 0..65535");
+  lua_getfield(L, 1, "bindings");  /* 2 */
+  n = lua_istable(L, 2) ? (int)luaL_len(L, 2) : 0;
+  bs = lua_newuserdatauv(L, sizeof *bs * (size_t)(n ? n : 1), 0);  /* 3: freed by the GC */
+  for (i = 0; i < n; i++) {
+    lua_geti(L, 2, i + 1);
+    lua_getfield(L, -1, "name");
+    lua_getfield(L, -2, "class_name");
+    bs[i].name = lua_tostring(L, -2);
+    bs[i].class_name = lua_tostring(L, -1);
+    if (!bs[i].name || !bs[i].class_name)
+      return luaL_error(L, "core.serve: bindings[%d] needs name and class_name", i + 1);
+    lua_pop(L, 3);  /* the bindings table keeps them alive */
+  }
+  o.bindings = bs;
+  o.nbindings = n;
+  rc = eu_serve_run(&o, err, sizeof err);
+  if (rc != EU_OK) {
+    luaL_pushfail(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+int eu_open_serve(lua_State *L) {
+  lua_pushcfunction(L, l_serve);
+  lua_setfield(L, -2, "serve");
+  return 0;
+}

@@ -1,0 +1,141 @@
+-- `eutaxy serve` as a real server: started on a free loopback port with its
+-- own state directory, talked to with curl, stopped with SIGTERM.
+
+local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
+local config = "spec/fixtures/serve/wrangler.jsonc"
+
+local function sh(cmd)
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
+local function have_curl()
+  return sh("command -v curl"):find("curl") ~= nil
+end
+
+-- Every server started, so after_each stops even one whose start failed half-way.
+local started = {}
+
+-- A running server: its pid, port and the pipe of the shell that waits for it.
+-- The shell's pid line and the server's listening line share the pipe and
+-- may come in either order.
+local function start(state)
+  local cmd = ("sh -c '%s serve %s --port 0 --state %s --quiet 2>>%s.log & echo $!; wait $!'")
+    :format(bin, config, state, state)
+  local server = { pipe = assert(io.popen(cmd)) }
+  started[#started + 1] = server
+  for _ = 1, 2 do
+    local line = server.pipe:read("l")
+    assert(line, "the server printed no listening line; see " .. state .. ".log")
+    if line:find("^%d+$") then
+      server.pid = line
+    else
+      server.port = line:match("^eutaxy serve: listening on http://127%.0%.0%.1:(%d+)$")
+      assert(server.port, "unexpected line: " .. line)
+    end
+  end
+  return server
+end
+
+-- SIGTERM, then the server's exit code (the shell's `wait` hands it over).
+local function stop(server)
+  if not server or not server.pipe then return nil end
+  if server.pid then os.execute("kill -TERM " .. server.pid .. " 2>/dev/null") end
+  local _, _, code = server.pipe:close()
+  server.pipe = nil
+  return code
+end
+
+-- One short curl: status (a number) and body.
+local function request(server, method, path)
+  local out = sh(("curl -s --max-time 5 -o - -w '\\n%%{http_code}' -X %s http://127.0.0.1:%s%s")
+    :format(method, server.port, path))
+  local body, status = out:match("^(.*)\n(%d+)$")
+  return tonumber(status), body
+end
+
+describe("eutaxy serve", function()
+  local state, server
+
+  before_each(function()
+    if not have_curl() then pending("curl is not installed (the .ci/packages list has it)") end
+    state = sh("mktemp -d"):gsub("%s+$", "")
+  end)
+
+  after_each(function()
+    for _, s in ipairs(started) do stop(s) end
+    started = {}
+    server = nil
+    if state then os.execute("rm -rf " .. state .. " " .. state .. ".log") end
+  end)
+
+  it("counts POSTs in an object and keeps the count across a clean restart", function()
+    server = start(state)
+    assert.same({ 200, '{"n":1}' }, { request(server, "POST", "/hit") })
+    assert.same({ 200, '{"n":2}' }, { request(server, "POST", "/hit") })
+    assert.equal(0, stop(server))
+    server = start(state)
+    assert.same({ 200, '{"n":2}' }, { request(server, "GET", "/count") })
+    assert.same({ 200, '{"n":3}' }, { request(server, "POST", "/hit") })
+  end)
+
+  it("fires after a restart an alarm set before the shutdown", function()
+    server = start(state)
+    assert.same({ 200, '{"armed":true}' }, { request(server, "POST", "/alarm") })
+    assert.same({ 200, '{"fired":0}' }, { request(server, "GET", "/fired") })
+    assert.equal(0, stop(server))
+    server = start(state)
+    local body
+    for _ = 1, 50 do  -- the alarm is due 1 s after it was set: at most 5 s of tries
+      local _, b = request(server, "GET", "/fired")
+      body = b
+      if body == '{"fired":1}' then break end
+      os.execute("sleep 0.1")
+    end
+    assert.equal('{"fired":1}', body)
+  end)
+
+  it("runs a request at the wall clock's time, even after the server sat idle", function()
+    server = start(state)
+    assert.equal(200, (request(server, "GET", "/count")))
+    os.execute("sleep 1")
+    local before = tonumber(sh("date +%s%3N"))
+    local _, body = request(server, "GET", "/now")
+    local after = tonumber(sh("date +%s%3N"))
+    local now = tonumber(body:match('"now":(%d+)'))
+    assert.truthy(now >= before - 50 and now <= after + 50, body .. " not within " .. before .. ".." .. after)
+  end)
+
+  it("answers an error in fetch with a 500 and goes on serving", function()
+    server = start(state)
+    local status, body = request(server, "GET", "/boom")
+    assert.equal(500, status)
+    assert.equal("Internal Server Error", body)
+    assert.same({ 200, '{"n":1}' }, { request(server, "POST", "/hit") })
+    stop(server)
+    local log = io.open(state .. ".log"):read("a")
+    assert.truthy(log:find("boom on purpose", 1, true))
+  end)
+
+  it("answers a malformed request with a 400 and goes on serving", function()
+    server = start(state)
+    local out = sh(("printf 'GARBAGE\\r\\n\\r\\n' | curl -s --max-time 5 telnet://127.0.0.1:%s")
+      :format(server.port))
+    assert.truthy(out:find("^HTTP/1%.1 400 "))
+    assert.same({ 200, '{"n":1}' }, { request(server, "POST", "/hit") })
+  end)
+
+  it("answers pipelined requests on one connection in the order they came", function()
+    server = start(state)
+    -- They may run concurrently; what is fixed is the order of the answers.
+    local out = sh(("printf 'POST /hit HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 0\\r\\n\\r\\n"
+      .. "GET /missing HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"
+      .. "GET /boom HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n'"
+      .. " | curl -s --max-time 5 telnet://127.0.0.1:%s"):format(server.port))
+    local statuses = {}
+    for status in out:gmatch("HTTP/1%.1 (%d+) ") do statuses[#statuses + 1] = tonumber(status) end
+    assert.same({ 200, 404, 500 }, statuses)
+  end)
+end)
