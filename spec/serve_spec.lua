@@ -39,10 +39,10 @@ local function start(state)
   return server
 end
 
--- SIGTERM, then the server's exit code (the shell's `wait` hands it over).
-local function stop(server)
+-- SIGTERM (or sig), then the server's exit code (the shell's `wait` hands it over).
+local function stop(server, sig)
   if not server or not server.pipe then return nil end
-  if server.pid then os.execute("kill -TERM " .. server.pid .. " 2>/dev/null") end
+  if server.pid then os.execute("kill -" .. (sig or "TERM") .. " " .. server.pid .. " 2>/dev/null") end
   local _, _, code = server.pipe:close()
   server.pipe = nil
   return code
@@ -79,6 +79,7 @@ describe("eutaxy serve", function()
     server = start(state)
     assert.same({ 200, '{"n":2}' }, { request(server, "GET", "/count") })
     assert.same({ 200, '{"n":3}' }, { request(server, "POST", "/hit") })
+    assert.equal(0, stop(server, "INT"))
   end)
 
   it("fires after a restart an alarm set before the shutdown", function()
@@ -95,6 +96,15 @@ describe("eutaxy serve", function()
       os.execute("sleep 0.1")
     end
     assert.equal('{"fired":1}', body)
+  end)
+
+  it("fires at start-up an alarm that came due while the server was down", function()
+    server = start(state)
+    assert.same({ 200, '{"armed":true}' }, { request(server, "POST", "/alarm") })
+    assert.equal(0, stop(server))
+    os.execute("sleep 1.2")  -- past the alarm's time, with no server running
+    server = start(state)
+    assert.same({ 200, '{"fired":1}' }, { request(server, "GET", "/fired") })
   end)
 
   it("runs a request at the wall clock's time, even after the server sat idle", function()
