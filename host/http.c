@@ -198,14 +198,22 @@ static int on_header_value(http_parser *p, const char *at, size_t len) {
 
 static int on_headers_complete(http_parser *p) {
   eu_http_conn *c = p->data;
-  if (end_header(c)) return 1;
+  if (end_header(c)) return -1;
   c->trailing = 1;
-  if (p->http_major != 1)
-    return fail(c, EU_EINVAL, 505, "HTTP version not supported");
-  if (p->method == HTTP_CONNECT)
-    return fail(c, EU_EINVAL, 400, "CONNECT is not supported");
-  if ((p->flags & F_CONTENTLENGTH) && p->content_length > c->lim.max_body)
-    return fail(c, EU_EINVAL, 413, "request body too large");
+  /* Here 1 would tell http_parser "no body" and complete the request; a
+   * refusal must be a callback error (-1) so the request is never delivered. */
+  if (p->http_major != 1) {
+    fail(c, EU_EINVAL, 505, "HTTP version not supported");
+    return -1;
+  }
+  if (p->method == HTTP_CONNECT) {
+    fail(c, EU_EINVAL, 400, "CONNECT is not supported");
+    return -1;
+  }
+  if ((p->flags & F_CONTENTLENGTH) && p->content_length > c->lim.max_body) {
+    fail(c, EU_EINVAL, 413, "request body too large");
+    return -1;
+  }
   c->keep_alive = http_should_keep_alive(p);
   return 0;
 }

@@ -137,6 +137,14 @@ describe("eutaxy serve", function()
     assert.same({ 200, '{"n":1}' }, { request(server, "POST", "/hit") })
   end)
 
+  it("refuses a body over the limit with a 413 and runs nothing of it", function()
+    server = start(state)
+    local out = sh(("printf 'POST /hit HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 2000000\\r\\n\\r\\n'"
+      .. " | curl -s --max-time 5 telnet://127.0.0.1:%s"):format(server.port))
+    assert.truthy(out:find("^HTTP/1%.1 413 "), out)
+    assert.same({ 200, '{"n":0}' }, { request(server, "GET", "/count") })
+  end)
+
   it("answers pipelined requests on one connection in the order they came", function()
     server = start(state)
     -- They may run concurrently; what is fixed is the order of the answers.

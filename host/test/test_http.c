@@ -384,6 +384,10 @@ static void test_large_bodies_are_a_413(void) {
   ASSERT_EQ(status_of("POST / HTTP/1.1\r\nContent-Length: 1048577\r\n\r\n", 44, NULL), 413);
   lim.max_body = 10;
   ASSERT_EQ(status_of("POST / HTTP/1.1\r\nContent-Length: 11\r\n\r\n", 39, &lim), 413);
+  /* a request refused at its headers is never delivered, not even without its body */
+  ASSERT(feed_all("POST / HTTP/1.1\r\nContent-Length: 11\r\n\r\n", 39, &lim, &s, NULL) < 0);
+  ASSERT(feed_all("GET / HTTP/2.0\r\n\r\n", 18, NULL, &s, NULL) < 0);
+  ASSERT_EQ(s.count, 0);
   ASSERT_OK(feed_all("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789", 49, &lim, &s, NULL));
   ASSERT_EQ(s.count, 1);
   /* chunked: a chunk that announces too much, and small chunks that add up */
