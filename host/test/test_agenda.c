@@ -14,6 +14,7 @@
 #include "eutaxy.h"
 #include "store.h"
 #include "test.h"
+#include "test_sql.h"
 
 static eu_store *open_store(void) {
   eu_store *s = NULL;
@@ -25,29 +26,11 @@ static eu_store *open_store(void) {
   return s;
 }
 
-/* The object's alarm: its time, or -1 when none is set. */
-static int64_t alarm_at(eu_store *s) {
-  int has, retry;
-  int64_t at;
-  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
-  return has ? at : -1;
-}
-
 static int64_t next_due(eu_store *s) {
   int has;
   int64_t due;
   ASSERT_OK(eu_agenda_next(s, &has, &due));
   return has ? due : -1;
-}
-
-static int64_t count(eu_store *s, const char *sql) {
-  sqlite3_stmt *st;
-  int64_t n;
-  ASSERT_OK(eu_store_internal_prepare(s, sql, &st));
-  ASSERT_EQ(eu_store_internal_step(s, st), 1);
-  n = sqlite3_column_int64(st, 0);
-  eu_store_reset(s, st);
-  return n;
 }
 
 static void test_migrations_are_versioned_and_idempotent(void) {
@@ -64,7 +47,7 @@ static void test_migrations_are_versioned_and_idempotent(void) {
   ASSERT_OK(eu_alarms_migrate(s));
   ASSERT_OK(eu_durable_migrate(s));
   ASSERT(!eu_store_in_turn(s));
-  ASSERT_EQ(count(s, "SELECT count(*) FROM eutaxy_migrations"), 3);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_migrations"), 3);
   eu_store_close(s);
 }
 
@@ -82,7 +65,7 @@ static void test_migrations_apply_only_the_new_steps(void) {
   ASSERT_OK(eu_agenda_migrate_capability(s, "cap", steps, 2));  /* the ALTER alone runs */
   ASSERT_OK(eu_agenda_version(s, "cap", &version));
   ASSERT_EQ(version, 2);
-  ASSERT_EQ(count(s, "SELECT count(*) FROM pragma_table_info('t_cap')"), 2);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM pragma_table_info('t_cap')"), 2);
   ASSERT_OK(eu_store_commit(s));
   /* A database newer than the code is refused, not downgraded. */
   ASSERT_EQ(eu_agenda_migrate_capability(s, "cap", steps, 1), EU_EINVAL);
@@ -101,7 +84,7 @@ static void test_a_failed_migration_leaves_nothing(void) {
   ASSERT_CONTAINS(eu_store_errmsg(s), "already exists");
   ASSERT_OK(eu_agenda_version(s, "bad", &version));
   ASSERT_EQ(version, 0);
-  ASSERT_EQ(count(s, "SELECT count(*) FROM sqlite_schema WHERE name = 't_bad'"), 0);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM sqlite_schema WHERE name = 't_bad'"), 0);
   ASSERT_OK(eu_store_rollback(s));
   eu_store_close(s);
 }
@@ -228,7 +211,7 @@ static void test_scheduling_a_name_again_replaces_it(void) {
   ASSERT_EQ(alarm_at(s), 3000);
   ASSERT_OK(eu_alarms_schedule(s, "report", 2000, "p2", 2, 0, 13, 0));
   ASSERT_EQ(alarm_at(s), 2000);
-  ASSERT_EQ(count(s, "SELECT count(*) FROM eutaxy_alarms"), 2);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_alarms"), 2);
   ASSERT_OK(eu_alarms_list(s, collect, names, &b));
   ASSERT_STR_EQ(names, "report;cleanup;");
   ASSERT_EQ(eu_alarms_cancel(s, "report"), 1);
@@ -265,7 +248,7 @@ static void test_an_alarm_is_taken_once_and_settled(void) {
   ASSERT_EQ(eu_alarms_settle(s, "tick", 42, 2, NULL, 1000, 0), EU_SETTLE_STALE);
   ASSERT_EQ(eu_alarms_settle(s, "tick", 41, 1, NULL, 1000, 0), EU_SETTLE_STALE);
   ASSERT_EQ(eu_alarms_settle(s, "tick", 42, 1, NULL, 1000, 0), EU_SETTLE_DONE);
-  ASSERT_EQ(count(s, "SELECT count(*) FROM eutaxy_alarms"), 0);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_alarms"), 0);
   ASSERT_EQ(alarm_at(s), -1);
   ASSERT_OK(eu_store_commit(s));
   eu_buf_free(&b);
@@ -281,7 +264,7 @@ static void test_a_handler_rescheduling_its_own_name_keeps_the_new_one(void) {
   ASSERT_EQ(eu_alarms_take(s, 1000, 0, &it, &b), 1);
   ASSERT_OK(eu_alarms_schedule(s, "tick", 61000, NULL, 0, 0, 2, 1000));
   ASSERT_EQ(eu_alarms_settle(s, "tick", 1, 1, NULL, 1000, 0), EU_SETTLE_STALE);
-  ASSERT_EQ(count(s, "SELECT due FROM eutaxy_alarms WHERE name = 'tick'"), 61000);
+  ASSERT_EQ(sql_scalar(s, "SELECT due FROM eutaxy_alarms WHERE name = 'tick'"), 61000);
   ASSERT_EQ(alarm_at(s), 61000);
   ASSERT_OK(eu_store_commit(s));
   eu_buf_free(&b);
@@ -302,7 +285,7 @@ static void test_a_failing_alarm_is_retried_then_dropped(void) {
   ASSERT_STR_EQ(it.last_error, "boom");
   ASSERT_EQ(it.scheduled_at, 0);
   ASSERT_EQ(eu_alarms_settle(s, "flaky", 7, 2, "boom again", 1020, 2000), EU_SETTLE_FAILED);
-  ASSERT_EQ(count(s, "SELECT count(*) FROM eutaxy_alarms"), 0);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_alarms"), 0);
   ASSERT_EQ(alarm_at(s), -1);
   ASSERT_OK(eu_store_commit(s));
   eu_buf_free(&b);
@@ -337,8 +320,8 @@ static void test_an_operation_registers_once(void) {
   ASSERT_EQ(eu_durable_register(s, "op-1", "refund", "P", 1, 0, 200), 2);
   ASSERT_EQ(eu_durable_register(s, "op-1", "charge", "Q", 1, 0, 200), 3);
   ASSERT_EQ(eu_durable_register(s, "op-1", "charge", NULL, 0, 0, 200), 3);
-  ASSERT_EQ(count(s, "SELECT count(*) FROM eutaxy_durable_ops"), 1);
-  ASSERT_EQ(count(s, "SELECT next_attempt_at FROM eutaxy_durable_ops"), 100);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_durable_ops"), 1);
+  ASSERT_EQ(sql_scalar(s, "SELECT next_attempt_at FROM eutaxy_durable_ops"), 100);
   ASSERT_EQ(eu_durable_register(s, NULL, "charge", NULL, 0, 0, 0), EU_EINVAL);
   ASSERT_OK(eu_store_commit(s));
   eu_store_close(s);
@@ -477,7 +460,7 @@ static void test_a_failure_inside_a_call_undoes_all_of_it(void) {
     "CREATE TRIGGER no_agenda_insert BEFORE INSERT ON eutaxy_agenda BEGIN SELECT raise(ABORT, 'agenda refused'); END;"));
   ASSERT_EQ(eu_alarms_schedule(s, "b", 5, NULL, 0, 0, 2, 0), EU_ESQL);
   ASSERT_CONTAINS(eu_store_errmsg(s), "agenda refused");
-  ASSERT_EQ(count(s, "SELECT count(*) FROM eutaxy_alarms"), 1);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_alarms"), 1);
   ASSERT_EQ(alarm_at(s), 10);
   ASSERT_OK(eu_store_commit(s));
   eu_store_close(s);

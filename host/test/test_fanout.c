@@ -18,6 +18,7 @@
 #include "fanout.h"
 #include "store.h"
 #include "test.h"
+#include "test_sql.h"
 
 #define T0 INT64_C(1767225600000)
 
@@ -37,33 +38,16 @@ static uint64_t counter(void *ud) {
 
 static uint64_t rnd;
 
-static int64_t scalar(eu_store *s, const char *sql) {
-  sqlite3_stmt *st;
-  int64_t n;
-  ASSERT_OK(eu_store_internal_prepare(s, sql, &st));
-  ASSERT_EQ(eu_store_internal_step(s, st), 1);
-  n = sqlite3_column_int64(st, 0);
-  eu_store_reset(s, st);
-  return n;
-}
-
 static void exec(eu_store *s, const char *sql) {
   ASSERT_OK(eu_store_touch(s));
   ASSERT_OK(eu_store_exec_internal(s, sql));
-}
-
-static int64_t alarm_at(eu_store *s) {
-  int has, retry;
-  int64_t at;
-  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
-  return has ? at : -1;
 }
 
 static int64_t pending(eu_store *s) {
   int64_t n;
   ASSERT_OK(eu_fanout_pending(s, &n));
   /* the counter always agrees with the rows it counts */
-  ASSERT_EQ(n, scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries"));
+  ASSERT_EQ(n, sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries"));
   return n;
 }
 
@@ -135,7 +119,7 @@ static void test_migrations_are_versioned_and_idempotent(void) {
   ASSERT_EQ(version, 2);
   ASSERT_OK(eu_agenda_version(s, "agenda", &version));
   ASSERT_EQ(version, 1);
-  ASSERT_EQ(scalar(s, "SELECT next_seq FROM eutaxy_fanout_seq"), 0);
+  ASSERT_EQ(sql_scalar(s, "SELECT next_seq FROM eutaxy_fanout_seq"), 0);
   ASSERT_OK(eu_fanout_migrate(s));  /* current: nothing to do */
   ASSERT_OK(eu_store_commit(s));
   /* A database at version 1 (no memos yet) gets the memos and no more. */
@@ -146,8 +130,8 @@ static void test_migrations_are_versioned_and_idempotent(void) {
   ASSERT_OK(eu_store_commit(s));
   ASSERT_OK(eu_agenda_version(s, "fanout", &version));
   ASSERT_EQ(version, 2);
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_fanout_memos"), 0);
-  ASSERT_EQ(scalar(s, "SELECT next_seq FROM eutaxy_fanout_seq"), 7);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_memos"), 0);
+  ASSERT_EQ(sql_scalar(s, "SELECT next_seq FROM eutaxy_fanout_seq"), 7);
   /* A database from a newer eutaxy is refused, not rewritten. */
   exec(s, "UPDATE eutaxy_migrations SET version = 9 WHERE capability = 'fanout'");
   ASSERT_OK(eu_store_commit(s));
@@ -165,14 +149,14 @@ static void test_enqueue_writes_a_manifest_and_a_delivery_per_target(void) {
   ASSERT_EQ(o.seq, 0);
   ASSERT_EQ(o.created_at, T0);
   ASSERT_EQ(strlen(o.generation), 36);
-  ASSERT_EQ(scalar(s, "SELECT remaining FROM eutaxy_fanout_messages WHERE key = 'k-1'"), 3);
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_fanout_messages WHERE targets = '[\"a\",\"b\",\"c\"]'"), 1);
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries WHERE message_key = 'k-1'"
+  ASSERT_EQ(sql_scalar(s, "SELECT remaining FROM eutaxy_fanout_messages WHERE key = 'k-1'"), 3);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_messages WHERE targets = '[\"a\",\"b\",\"c\"]'"), 1);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries WHERE message_key = 'k-1'"
                       " AND attempt = 0 AND phase = 'delivery' AND next_attempt_at = 1767225600000"), 3);
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries WHERE id = '[\"k-1\",\"b\"]'"), 1);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries WHERE id = '[\"k-1\",\"b\"]'"), 1);
   ASSERT_EQ(pending(s), 3);
   /* due now: the agenda and the alarm say so, in the same turn */
-  ASSERT_EQ(scalar(s, "SELECT due FROM eutaxy_agenda WHERE participant = 'fanout'"), T0);
+  ASSERT_EQ(sql_scalar(s, "SELECT due FROM eutaxy_agenda WHERE participant = 'fanout'"), T0);
   ASSERT_EQ(alarm_at(s), T0);
   ASSERT_EQ(enqueue1(s, "k-2", "m-2", "body", ABC, 2, T0 + 5, &o), 0);
   ASSERT_EQ(o.seq, 1);
@@ -189,7 +173,7 @@ static void test_a_rolled_back_turn_takes_the_enqueue_and_its_count_back(void) {
   ASSERT_EQ(pending(s), 6);
   ASSERT_OK(eu_store_rollback(s));
   ASSERT_EQ(pending(s), 3);
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_fanout_messages"), 1);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_messages"), 1);
   eu_store_close(s);
 }
 
@@ -202,7 +186,7 @@ static void test_the_same_work_again_is_a_no_op(void) {
   ASSERT_STR_EQ(o2.generation, o1.generation);
   ASSERT_EQ(o2.created_at, T0);
   ASSERT_EQ(pending(s), 3);
-  ASSERT_EQ(scalar(s, "SELECT next_seq FROM eutaxy_fanout_seq"), 1);
+  ASSERT_EQ(sql_scalar(s, "SELECT next_seq FROM eutaxy_fanout_seq"), 1);
   eu_store_close(s);
 }
 
@@ -223,9 +207,9 @@ static void test_the_same_key_with_other_work_refuses_the_whole_batch(void) {
   in[1].key = "k"; in[1].id = "m"; in[1].payload = "y"; in[1].len = 1;
   ASSERT_OK(eu_fanout_enqueue(s, in, 2, ABC, 3, T0, T0, counter, &rnd, out, &conflict));
   ASSERT_EQ(conflict, 2);
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_fanout_messages"), 1);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_messages"), 1);
   ASSERT_EQ(pending(s), 3);
-  ASSERT_EQ(scalar(s, "SELECT next_seq FROM eutaxy_fanout_seq"), 1);
+  ASSERT_EQ(sql_scalar(s, "SELECT next_seq FROM eutaxy_fanout_seq"), 1);
   eu_store_close(s);
 }
 
@@ -258,9 +242,9 @@ static void test_a_failure_inside_enqueue_writes_nothing(void) {
   ASSERT_EQ(eu_fanout_enqueue(s, in, 2, ABC, 3, T0, T0, counter, &rnd, out, &conflict), EU_ESQL);
   ASSERT_CONTAINS(eu_store_errmsg(s), "injected");
   ASSERT_EQ(conflict, 0);
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_fanout_messages"), 1);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_messages"), 1);
   ASSERT_EQ(pending(s), 3);
-  ASSERT_EQ(scalar(s, "SELECT next_seq FROM eutaxy_fanout_seq"), 1);
+  ASSERT_EQ(sql_scalar(s, "SELECT next_seq FROM eutaxy_fanout_seq"), 1);
   ASSERT_EQ(alarm_at(s), T0 - 100);
   ASSERT_OK(eu_store_commit(s));
   eu_store_close(s);
@@ -309,8 +293,8 @@ static void test_a_claim_is_committed_before_it_returns(void) {
   ASSERT_EQ(g.n, 1);
   /* whatever happens to the turn that follows, the attempt stays counted */
   ASSERT_OK(eu_store_rollback(s));
-  ASSERT_EQ(scalar(s, "SELECT attempt FROM eutaxy_fanout_deliveries WHERE target_id = 'b'"), 1);
-  ASSERT_EQ(scalar(s, "SELECT next_attempt_at FROM eutaxy_fanout_deliveries WHERE target_id = 'b'"), T0 + 1000);
+  ASSERT_EQ(sql_scalar(s, "SELECT attempt FROM eutaxy_fanout_deliveries WHERE target_id = 'b'"), 1);
+  ASSERT_EQ(sql_scalar(s, "SELECT next_attempt_at FROM eutaxy_fanout_deliveries WHERE target_id = 'b'"), T0 + 1000);
   /* and the fanout is still due now for a and c */
   ASSERT_EQ(alarm_at(s), T0);
   eu_store_close(s);
@@ -328,7 +312,7 @@ static void test_a_claim_that_fails_claims_nothing(void) {
   eu_buf_init(&buf);
   ASSERT_EQ(eu_fanout_claim(s, "a", T0, 10, 5, 1000, NULL, NULL, &buf), EU_ESQL);
   eu_buf_free(&buf);
-  ASSERT_EQ(scalar(s, "SELECT max(attempt) FROM eutaxy_fanout_deliveries"), 0);
+  ASSERT_EQ(sql_scalar(s, "SELECT max(attempt) FROM eutaxy_fanout_deliveries"), 0);
   eu_store_close(s);
 }
 
@@ -346,7 +330,7 @@ static void test_a_stale_attempt_never_settles_a_newer_one(void) {
   ASSERT_EQ(eu_fanout_remove(s, &old, 0), 0);
   ASSERT_EQ(eu_fanout_retry(s, &old, T0, "Error", "late"), 0);
   ASSERT_EQ(eu_fanout_dead_letter(s, &old, "explicit", T0, T0, NULL, NULL), 0);
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries WHERE attempt = 2 AND phase = 'delivery'"
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries WHERE attempt = 2 AND phase = 'delivery'"
                       " AND last_error IS NULL"), 1);
   /* nor does another generation of the same key */
   old = ref_of(&g2, 0);
@@ -369,17 +353,17 @@ static void test_the_manifest_goes_with_its_last_delivery(void) {
   b = claim(s, "b", T0, 10, 5);
   r = ref_of(&a, 0);
   ASSERT_EQ(eu_fanout_remove(s, &r, 0), 1);
-  ASSERT_EQ(scalar(s, "SELECT remaining FROM eutaxy_fanout_messages WHERE key = 'k'"), 1);
+  ASSERT_EQ(sql_scalar(s, "SELECT remaining FROM eutaxy_fanout_messages WHERE key = 'k'"), 1);
   /* still pending: the same work is still a no-op, other work still refused */
   ASSERT_EQ(enqueue1(s, "k", "m", "x", ABC, 2, T0, &o), 0);
   ASSERT_EQ(o.fresh, 0);
   ASSERT_EQ(enqueue1(s, "k", "m", "other", ABC, 2, T0, NULL), 1);
   r = ref_of(&b, 0);
   ASSERT_EQ(eu_fanout_remove(s, &r, 0), 1);
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_fanout_messages"), 0);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_messages"), 0);
   ASSERT_EQ(pending(s), 0);
   /* nothing left: the fanout leaves the agenda and the alarm goes */
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_agenda WHERE participant = 'fanout'"), 0);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_agenda WHERE participant = 'fanout'"), 0);
   ASSERT_EQ(alarm_at(s), -1);
   /* the key is free again: the same key is new work now */
   ASSERT_EQ(enqueue1(s, "k", "m", "other", ABC, 2, T0 + 1, &o), 0);
@@ -428,8 +412,8 @@ static void test_a_retry_moves_the_delivery_and_records_why(void) {
   g = claim(s, "a", T0, 10, 5);
   r = ref_of(&g, 0);
   ASSERT_EQ(eu_fanout_retry(s, &r, T0 + 4000, "TypeError", "bad body"), 1);
-  ASSERT_EQ(scalar(s, "SELECT next_attempt_at FROM eutaxy_fanout_deliveries"), T0 + 4000);
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries WHERE last_error = 'bad body'"
+  ASSERT_EQ(sql_scalar(s, "SELECT next_attempt_at FROM eutaxy_fanout_deliveries"), T0 + 4000);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries WHERE last_error = 'bad body'"
                       " AND last_error_name = 'TypeError' AND attempt = 1"), 1);
   ASSERT_EQ(alarm_at(s), T0 + 4000);
   ASSERT_EQ(claim(s, "a", T0 + 3999, 10, 5).n, 0);
@@ -452,7 +436,7 @@ static void test_attempts_run_out_into_the_dead_letter_step(void) {
   ASSERT_EQ(g.n, 1);
   ASSERT_EQ(g.terminal[0], 1);
   ASSERT_EQ(g.attempt[0], 2);
-  ASSERT_EQ(scalar(s, "SELECT attempt FROM eutaxy_fanout_deliveries"), 2);
+  ASSERT_EQ(sql_scalar(s, "SELECT attempt FROM eutaxy_fanout_deliveries"), 2);
   eu_store_close(s);
 }
 
@@ -466,7 +450,7 @@ static void test_a_dead_letter_is_committed_and_keeps_its_first_decision(void) {
   r = ref_of(&g, 0);
   ASSERT_EQ(eu_fanout_dead_letter(s, &r, "explicit", T0 + 1, T0 + 60001, NULL, NULL), 1);
   ASSERT_OK(eu_store_rollback(s));  /* the sink's turn fails: the decision stays */
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries WHERE phase = 'dead_letter'"
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries WHERE phase = 'dead_letter'"
                       " AND dead_letter_reason = 'explicit' AND dead_lettered_at = 1767225600001"), 1);
   ASSERT_EQ(alarm_at(s), T0 + 60001);
   /* the sink failed: the step comes back as terminal, never as a delivery */
@@ -478,7 +462,7 @@ static void test_a_dead_letter_is_committed_and_keeps_its_first_decision(void) {
   ASSERT_EQ(g.attempt[0], 1);
   r = ref_of(&g, 0);
   ASSERT_EQ(eu_fanout_dead_letter(s, &r, "exhausted", T0 + 70000, T0 + 120001, "Error", "sink down"), 1);
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries WHERE dead_letter_reason = 'explicit'"
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries WHERE dead_letter_reason = 'explicit'"
                       " AND dead_lettered_at = 1767225600001 AND last_error = 'sink down'"), 1);
   /* a consumer's ack cannot take a dead letter back; the step's end can */
   ASSERT_EQ(eu_fanout_remove(s, &r, 0), 0);
@@ -516,7 +500,7 @@ static void test_memos_last_across_retries_and_go_with_the_delivery(void) {
   /* memos are per delivery: b has none */
   ASSERT_EQ(eu_fanout_memo_get(s, "[\"k\",\"b\"]", r.generation, "charge", &v), 0);
   ASSERT_EQ(eu_fanout_remove(s, &r, 0), 1);
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_fanout_memos"), 0);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_memos"), 0);
   eu_buf_free(&v);
   eu_store_close(s);
 }
@@ -543,7 +527,7 @@ static void test_targets_postpone_and_the_next_due_time(void) {
   ASSERT_EQ(enqueue1(s, "k-2", "m", "x", xy, 2, T0, NULL), 0);
   ASSERT_EQ(eu_fanout_targets(s, list_target, &names, &buf), 5);
   ASSERT_STR_EQ(names.p, "a;b;c;gone;x\"y;");
-  ASSERT_EQ(scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries WHERE id = '[\"k-2\",\"x\\\"y\"]'"), 1);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM eutaxy_fanout_deliveries WHERE id = '[\"k-2\",\"x\\\"y\"]'"), 1);
   ASSERT_OK(eu_fanout_next_due(s, &has, &due));
   ASSERT(has && due == T0);
   ASSERT_EQ(eu_fanout_postpone(s, "gone", T0, T0 + 60000), 1);
