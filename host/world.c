@@ -116,6 +116,7 @@ struct eu_world {
   int faults_used;
   unsigned fault_kinds_used;
   eu_buf fault_log;
+  eu_buf events;      /* the event log (eu_world_events), kept with the trace */
   int capped, stopped;
   char *uncaught;
 };
@@ -154,6 +155,41 @@ static void trace(eu_world *w, const char *fmt, ...) {
   vtrace(w, fmt, ap);
   va_end(ap);
 }
+
+/* One field of the event log: tabs and newlines separate fields and
+ * records, so they become spaces wherever user text carries them. */
+static void put_field(eu_buf *b, const char *s) {
+  size_t start = b->n, i;
+  eu_buf_puts(b, s ? s : "");
+  for (i = start; i < b->n; i++)
+    if (b->p[i] == '\t' || b->p[i] == '\n' || b->p[i] == '\r') b->p[i] = ' ';
+}
+
+static void record(eu_world *w, const char *kind, const char *from, const char *to, const char *fmt, ...)
+#if defined(__GNUC__)
+  __attribute__((format(printf, 5, 6)))
+#endif
+  ;
+
+static void record(eu_world *w, const char *kind, const char *from, const char *to, const char *fmt, ...) {
+  eu_buf text;
+  va_list ap;
+  if (!TRACING(w)) return;
+  eu_buf_init(&text);
+  va_start(ap, fmt);
+  eu_buf_vprintf(&text, fmt, ap);
+  va_end(ap);
+  eu_buf_printf(&w->events, "%" PRId64 "\t%s\t", w->sched.now, kind);
+  put_field(&w->events, from);
+  eu_buf_putc(&w->events, '\t');
+  put_field(&w->events, to);
+  eu_buf_putc(&w->events, '\t');
+  put_field(&w->events, text.p);
+  eu_buf_putc(&w->events, '\n');
+  eu_buf_free(&text);
+}
+
+const eu_buf *eu_world_events(eu_world *w) { return &w->events; }
 
 void eu_world_log(eu_world *w, const char *fmt, ...) {
   va_list ap;
@@ -268,24 +304,48 @@ int eu_fault_parse(const char *name) {
   return 0;
 }
 
+/* The lifeline a fault point is on, for the event log when the caller does
+ * not say: the running invocation's, or the drive event's ("req-1" of
+ * "req-1#1 ..."). */
+static const char *fault_lifeline(eu_world *w, const char *label, char *out, size_t n) {
+  size_t len = strcspn(label, "# ");
+  if (w->running) return w->running->obj->tag;
+  snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), label);
+  return out;
+}
+
 /* A fault point: the choice between no fault and each kind in kinds that the
- * run may still inject. label says where ("req-1#1 effect #0 (DO:POOL acquire)"). */
-int eu_world_fault(eu_world *w, unsigned kinds, const char *label) {
-  int options[EU_FAULT_NKINDS], n = 1, k, i;
+ * run may still inject. label says where ("req-1#1 effect #0 (DO:POOL acquire)"),
+ * lifeline who is hit there (NULL: see fault_lifeline). */
+static int fault_on(eu_world *w, unsigned kinds, const char *label, const char *lifeline) {
+  int options[EU_FAULT_NKINDS], n = 1, k, i, open = w->faults_used < w->o.max_faults;
+  char who[64];
   options[0] = EU_FAULT_NONE;
-  if (w->faults_used >= w->o.max_faults) return EU_FAULT_NONE;
   kinds &= w->o.faults;
+  if (!open) {
+    /* reached all the same: coverage shows the faults a bound kept away */
+    if (w->o.fault_point && kinds) w->o.fault_point(w->o.fault_point_ud, label, kinds, 0, EU_FAULT_NONE);
+    return EU_FAULT_NONE;
+  }
   for (k = 1; k < EU_FAULT_NKINDS; k++)
     if (kinds & EU_FAULT_BIT(k)) options[n++] = k;
   if (n == 1) return EU_FAULT_NONE;
   i = eu_world_choose(w, EU_CHOICE_FAULT, n, label);
-  if (i <= 0 || i >= n) return EU_FAULT_NONE;
-  k = options[i];
+  k = i > 0 && i < n ? options[i] : EU_FAULT_NONE;
+  if (w->o.fault_point) w->o.fault_point(w->o.fault_point_ud, label, kinds, 1, k);
+  if (k == EU_FAULT_NONE) return EU_FAULT_NONE;
   w->faults_used++;
   w->fault_kinds_used |= EU_FAULT_BIT(k);
   eu_buf_printf(&w->fault_log, "%s at %s\n", eu_fault_name(k), label);
   trace(w, "fault  %s at %s", eu_fault_name(k), label);
+  if (TRACING(w))
+    record(w, "fault", lifeline ? lifeline : fault_lifeline(w, label, who, sizeof who), NULL,
+           "%s at %s", eu_fault_name(k), label);
   return k;
+}
+
+int eu_world_fault(eu_world *w, unsigned kinds, const char *label) {
+  return fault_on(w, kinds, label, NULL);
 }
 
 int eu_world_faults_used(eu_world *w) { return w->faults_used; }
@@ -635,7 +695,28 @@ static int error_payload(eu_world *w, const char *name, const char *message, int
 #define EU_LOST_MESSAGE "Network connection lost."
 
 /* Sends a finished task's answer to whoever waits for it. Takes data. */
+/* Who waits for t's answer: the calling invocation's lifeline, or the drive
+ * event's (the client of "req-1"). */
+static const char *caller_lifeline(eu_world *w, eu_task *t) {
+  eu_task *c;
+  if (t->origin_task && (c = find_task(w, t->origin_task)) != NULL) return c->obj->tag;
+  if (t->origin_slot && t->root >= 0 && t->root < w->nroots) return w->roots[t->root].event;
+  return NULL;
+}
+
+/* The answer in the event log; lost says it never arrives. */
+static void record_answer(eu_world *w, eu_task *t, const char *data, size_t len, int lost) {
+  const char *to = caller_lifeline(w, t);
+  eu_buf tmp;
+  if (!TRACING(w) || !to) return;
+  eu_buf_init(&tmp);
+  record(w, lost ? "lost" : "answer", t->obj->tag, to, "%s",
+         t->kind == EU_TASK_FETCH ? fmtfetch(w, &tmp, data, len, 1) : fmtvals(&tmp, data, len, 1));
+  eu_buf_free(&tmp);
+}
+
 static void answer(eu_world *w, eu_task *t, char *data, size_t len) {
+  record_answer(w, t, data, len, t->lose_answer);
   if (t->lose_answer) {
     /* The work is done and committed; the caller sees what it would see if
      * the call had never arrived. */
@@ -705,6 +786,8 @@ static int end_turn(eu_world *w, eu_object *o, int ok, char *err, size_t errlen)
       if (eu_store_get_alarm(o->store, &has, &at, &retry) == EU_OK) {
         if (has) trace(w, "%s  alarm set for %+.3fs", o->tag, (double)(at - now_abs(w)) / 1000.0);
         else trace(w, "%s  alarm deleted", o->tag);
+        if (has) record(w, "note", o->tag, NULL, "alarm set for %+.3fs", (double)(at - now_abs(w)) / 1000.0);
+        else record(w, "note", o->tag, NULL, "alarm deleted");
       }
     }
     reconcile_alarm(w, o);
@@ -722,6 +805,7 @@ static void alarm_failed(eu_world *w, eu_object *o, int failed_retry) {
     eu_store_set_alarm(o->store, now_abs(w) + delay, retry);
     trace(w, "%s  alarm retry %d of %d in %" PRId64 "s", o->tag, retry, EU_ALARM_MAX_RETRIES,
           delay / 1000);
+    record(w, "note", o->tag, NULL, "alarm retry %d in %" PRId64 "s", retry, delay / 1000);
   } else {
     eu_store_delete_alarm(o->store);
     trace(w, "%s  alarm dropped after %d retries", o->tag, EU_ALARM_MAX_RETRIES);
@@ -739,6 +823,7 @@ static void finish(eu_world *w, eu_task *t, int ok, char *data, size_t len) {
     if (ok && t->alarm_lost) {
       /* Committed, but the platform never learnt it finished: it runs again. */
       trace(w, "%s  its completion is lost: it will run again", t->label);
+      record(w, "note", o->tag, NULL, "alarm's completion lost: it runs again");
       o->alarm_redeliveries++;
       ok = 0;
     }
@@ -778,6 +863,8 @@ static void fail(eu_world *w, eu_task *t, lua_State *co) {
   lua_getfield(L, -2, "message");
   trace(w, "%s  raised %s: %.300s", t->label, lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error",
         lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+  record(w, "note", o->tag, NULL, "raised %s: %.120s", lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error",
+         lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
   if ((t->kind == EU_TASK_FETCH && t->origin_slot) || t->kind == EU_TASK_ALARM)
     note_uncaught(w, t->kind == EU_TASK_ALARM ? t->label : "fetch",
                   lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error",
@@ -861,7 +948,10 @@ static void run_turn(eu_world *w, eu_task *t, int nargs) {
     data = eu_buf_take(&b, &len);
     eu_buf_init(&tmp);
     if (TRACING(w)) {
-      if (t->kind == EU_TASK_ALARM) trace(w, "%s  done", t->label);
+      if (t->kind == EU_TASK_ALARM) {
+        trace(w, "%s  done", t->label);
+        record(w, "note", o->tag, NULL, "alarm done");
+      }
       else if (t->kind == EU_TASK_FETCH) trace(w, "%s  answered %s", t->label, fmtfetch(w, &tmp, data, len, 1));
       else trace(w, "%s  returned %s", t->label, fmtvals(&tmp, data, len, 1));
     }
@@ -897,7 +987,7 @@ static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
     char label[EU_LABEL];
     if (t->kind == EU_TASK_ALARM) snprintf(label, sizeof label, "%s", t->label);
     else fault_label(w, label, sizeof label, t->root, t->effect, o->ns, t->method);
-    if (eu_world_fault(w, EU_FAULT_BIT(EU_FAULT_RESET), label) == EU_FAULT_RESET) eu_world_reset(w, o);
+    if (fault_on(w, EU_FAULT_BIT(EU_FAULT_RESET), label, o->tag) == EU_FAULT_RESET) eu_world_reset(w, o);
   }
   if (!o->iso) {
     if (o->ns >= 0 && !eu_object_store(w, o, err, sizeof err)) {
@@ -996,9 +1086,11 @@ static void fire_alarm(eu_world *w, eu_object *o, int64_t gen) {
   o->alarm_running = 1;
   if (retry) trace(w, "%s  fires (retry %d)", label, retry);
   else trace(w, "%s  fires", label);
+  if (retry) record(w, "alarm", o->tag, NULL, "alarm #%d fires (retry %d)", o->alarm_firings, retry);
+  else record(w, "alarm", o->tag, NULL, "alarm #%d fires", o->alarm_firings);
   kinds = EU_FAULT_BIT(EU_FAULT_ALARM_FAIL);
   if (o->alarm_redeliveries < w->o.max_redeliveries) kinds |= EU_FAULT_BIT(EU_FAULT_ALARM_LOST);
-  fault = eu_world_fault(w, kinds, label);
+  fault = fault_on(w, kinds, label, o->tag);
   if (fault == EU_FAULT_ALARM_FAIL) {
     /* It threw before its first commit: nothing it did is kept. */
     o->alarm_running = 0;
@@ -1029,6 +1121,7 @@ static void dispatch(eu_world *w, eu_event *ev) {
      * isolate with everything in flight; a worker invocation just dies. */
     if ((t = find_task(w, ev->a)) != NULL && t->co) {
       trace(w, "%s  crashes right after the answer", t->label);
+      record(w, "note", t->obj->tag, NULL, "crashes right after the answer");
       if (t->obj->ns >= 0) {
         eu_world_reset(w, t->obj);
       } else {
@@ -1103,8 +1196,15 @@ int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, char *pa
   fault = EU_FAULT_NONE;
   if (w->o.faults) {
     fault_label(w, label, sizeof label, t->root, effect, ns, method);
-    fault = eu_world_fault(w, EU_FAULT_BIT(EU_FAULT_RPC_FAIL) | EU_FAULT_BIT(EU_FAULT_AMBIGUOUS) |
-                                  EU_FAULT_BIT(EU_FAULT_CALLER_CRASH), label);
+    fault = fault_on(w, EU_FAULT_BIT(EU_FAULT_RPC_FAIL) | EU_FAULT_BIT(EU_FAULT_AMBIGUOUS) |
+                            EU_FAULT_BIT(EU_FAULT_CALLER_CRASH), label, t->obj->tag);
+  }
+  if (TRACING(w)) {
+    eu_buf tmp;
+    eu_buf_init(&tmp);
+    record(w, fault == EU_FAULT_RPC_FAIL ? "dropped" : "call", t->obj->tag, target->tag, "%s",
+           kind == EU_TASK_FETCH ? fmtfetch(w, &tmp, payload, len, 0) : fmtvals(&tmp, payload, len, 0));
+    eu_buf_free(&tmp);
   }
   if (fault == EU_FAULT_RPC_FAIL) {
     /* Lost on the way: the target never hears of it. */
@@ -1139,6 +1239,7 @@ int eu_task_sleep(eu_task *t, int64_t ms) {
   if (rc != EU_OK) return rc;
   t->waiting = EU_WAIT_SLEEP;
   trace(w, "%s  sleeps %" PRId64 "ms", t->label, ms);
+  record(w, "note", t->obj->tag, NULL, "sleeps %" PRId64 "ms", ms);
   return push_event(w, EU_EV_RESUME, w->sched.now + (ms > 0 ? ms : 0), t->id, 0, data, len);
 }
 
@@ -1187,6 +1288,7 @@ int eu_world_submit(eu_world *w, int kind, eu_object *target, const char *method
     eu_buf_init(&tmp);
     trace(w, "%s  %s %s", label, target->tag,
           kind == EU_CALL_FETCH ? fmtfetch(w, &tmp, payload, len, 0) : fmtvals(&tmp, payload, len, 0));
+    record(w, "send", event, target->tag, "%s%s", tmp.p ? tmp.p : "", delivery > 1 ? " (again)" : "");
     eu_buf_free(&tmp);
   }
   if (push_event(w, EU_EV_START, w->sched.now, t->id, 0, payload, len) != EU_OK) {
@@ -1288,6 +1390,7 @@ int eu_world_reset(eu_world *w, eu_object *o) {
   eu_task *t, *next;
   if (o->ns < 0) return EU_EINVAL;
   trace(w, "%s  reset: in-memory state lost, storage kept", o->tag);
+  record(w, "note", o->tag, NULL, "reset: in-memory state lost");
   /* Every invocation in flight in the object is interrupted; its caller sees
    * a retryable failure, as after an object is evicted. */
   for (t = w->tasks; t; t = next) {
@@ -1334,6 +1437,7 @@ void eu_world_free(eu_world *w) {
   free(w->projectdir);
   eu_buf_free(&w->trace);
   eu_buf_free(&w->fault_log);
+  eu_buf_free(&w->events);
   free(w->roots);
   free(w->uncaught);
   free((int *)w->o.alarm_caps);
@@ -1360,6 +1464,7 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
   eu_sched_init(&w->sched);
   eu_buf_init(&w->trace);
   eu_buf_init(&w->fault_log);
+  eu_buf_init(&w->events);
   eu_prng_seed(&w->prng, o->seed);
   w->hooks.ud = w;
   w->hooks.now_ms = now_abs;

@@ -62,6 +62,11 @@ typedef struct eu_world_opts {
   int max_faults;
   int max_redeliveries;
   const int *alarm_caps;
+  /* Told of every fault point a run reaches: the kinds it has (after
+   * `faults`), whether the run could still inject one there (0 once
+   * max_faults are spent), and the kind that struck or EU_FAULT_NONE. */
+  void (*fault_point)(void *ud, const char *label, unsigned kinds, int open, int struck);
+  void *fault_point_ud;
   /* Where objects' databases come from. NULL: a private in-memory database
    * per object, closed with the world. A provider's stores stay the
    * provider's: the world never closes them. */
@@ -79,6 +84,14 @@ void eu_world_free(eu_world *w);
 int64_t eu_world_now(eu_world *w);       /* virtual ms since 1970 */
 int64_t eu_world_elapsed(eu_world *w);   /* virtual ms since the world started */
 const eu_buf *eu_world_trace(eu_world *w);
+/* The event log, kept when the trace is: what a picture of the run needs.
+ * One record a line, fields split by tabs: virtual ms since the start, kind,
+ * from, to, text. Kinds: send (a client's request to the worker or an
+ * object), call, dropped (a call lost before it arrived), answer, lost (an
+ * answer that never arrives), fault, alarm (a firing), note. from and to are
+ * lifelines: a drive event ("req-1"), "worker", an object ("DO:POOL(pool)");
+ * to is empty for what happens on one lifeline. */
+const eu_buf *eu_world_events(eu_world *w);
 int eu_world_choose(eu_world *w, int kind, int n, const char *label);
 uint64_t eu_world_random(eu_world *w);
 int eu_world_binding(eu_world *w, const char *name);   /* index, or -1 */
