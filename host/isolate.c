@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "eutaxy.h"
+#include "faultsim.h"
 #include "isolate.h"
 
 /* Small blocks come from size classes of 16 bytes up to EU_SMALL, carved
@@ -72,7 +73,7 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     iso->mem -= old;
     return NULL;
   }
-  if (nsize > old && iso->mem - old + nsize > iso->mem_limit) return NULL;
+  if (nsize > old && (iso->mem - old + nsize > iso->mem_limit || eu_faultsim_alloc())) return NULL;
   p = realloc(ptr, nsize);
   if (p) iso->mem = iso->mem - old + nsize;
   return p;
@@ -123,7 +124,7 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     iso->mem -= old;
     return NULL;
   }
-  if (nsize > old && iso->mem - old + nsize > iso->mem_limit) return NULL;
+  if (nsize > old && (iso->mem - old + nsize > iso->mem_limit || eu_faultsim_alloc())) return NULL;
   if (ptr && old > EU_SMALL && nsize > EU_SMALL) {
     p = realloc(ptr, nsize);
   } else if (ptr && old <= EU_SMALL && nsize <= EU_SMALL && size_class(old) == size_class(nsize)) {

@@ -19,6 +19,7 @@
 #include <lualib.h>
 
 #include "eutaxy.h"
+#include "faultsim.h"
 #include "lcore.h"
 
 #ifndef EUTAXY_LUADIR
@@ -51,6 +52,7 @@ static int traceback(lua_State *L) {
 static lua_State *new_state(void) {
   lua_State *L = luaL_newstate();
   if (!L) return NULL;
+  eu_faultsim_wrap_lua(L);
   luaL_openlibs(L);
   lua_getglobal(L, "package");
   lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", libdir(), libdir(), LUA_PATH_DEFAULT);
@@ -152,6 +154,13 @@ static int cmd_test(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "help";
+  char err[EU_ERRLEN];
+  /* Before anything touches SQLite: the mode installs its allocator. */
+  if (eu_faultsim_init(getenv("EUTAXY_FAULTSIM"), err, sizeof err) != EU_OK) {
+    fprintf(stderr, "eutaxy: %s\n", err);
+    return 2;
+  }
+  atexit(eu_faultsim_report);
   if (strcmp(cmd, "check") == 0) return cmd_main("eutaxy.checker", "check", argc - 2, argv + 2);
   if (strcmp(cmd, "serve") == 0) return cmd_main("eutaxy.serve", "serve", argc - 2, argv + 2);
   if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2);
