@@ -14,10 +14,12 @@
  * counts add up to the whole.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,7 +159,7 @@ int eu_schedule_format(char *out, size_t n, int fault_cap, uint64_t events, cons
   if (first && pos < n) pos += (size_t)snprintf(out + pos, n - pos, "-");
   if (pos < n) out[pos++] = ':';
   for (i = 0; i < ch->len && pos + 1 < n; i++) out[pos++] = digits[ch->c[i]];
-  if (pos >= n) {
+  if (pos >= n || i < ch->len) {  /* a schedule cut short would replay another run */
     if (n) out[n - 1] = '\0';
     return EU_EINVAL;
   }
@@ -201,6 +203,50 @@ int eu_schedule_parse(const char *s, int *fault_cap, uint64_t *events, eu_choice
   return EU_OK;
 }
 
+/* ---- progress --------------------------------------------------------- */
+
+/* A parallel worker's counters, in memory shared with the parent. */
+enum { LIVE_SCHEDULES = 0, LIVE_FAULTS, LIVE_N };
+
+static long schedules_of(const eu_search *s) {
+  long n = 0;
+  int i;
+  for (i = 0; i < 16; i++) n += s->counted[i];
+  return n;
+}
+
+static void draw(eu_search *s, long schedules, long faults) {
+  int64_t now = eu_monotonic_ms(), elapsed = now - s->started_ms;
+  char budget[48] = "";
+  if (s->deadline_ms) {
+    int64_t left = s->deadline_ms > now ? s->deadline_ms - now : 0;
+    snprintf(budget, sizeof budget, ", budget left %.1fs", (double)left / 1000.0);
+  }
+  /* \r and erase-to-end-of-line: the line is drawn over itself */
+  fprintf(stderr, "\r\033[Kexploring: %ld schedules, %.0f/s, %ld faults tried, %.1fs elapsed%s",
+          schedules, elapsed > 0 ? (double)schedules * 1000.0 / (double)elapsed : 0.0, faults,
+          (double)elapsed / 1000.0, budget);
+  fflush(stderr);
+  s->drawn_ms = now;
+  s->drew = 1;
+}
+
+/* After each run: shared counters for the parent, the line at most 4 times a second. */
+static void tick(eu_search *s) {
+  if (s->live) {
+    s->live[LIVE_SCHEDULES] = schedules_of(s);
+    s->live[LIVE_FAULTS] = s->faults_tried;
+  }
+  if (s->progress && eu_monotonic_ms() - s->drawn_ms >= 250) draw(s, schedules_of(s), s->faults_tried);
+}
+
+void eu_search_progress_end(eu_search *s) {
+  if (!s->drew) return;
+  fputs("\r\033[K", stderr);
+  fflush(stderr);
+  s->drew = 0;
+}
+
 /* ---- the search ------------------------------------------------------- */
 
 void eu_search_init(eu_search *s) {
@@ -208,19 +254,24 @@ void eu_search_init(eu_search *s) {
   s->shard_n = 1;
 }
 
-static void count(eu_search *s, int faults) {
+static void count(eu_search *s, void *ud, int faults) {
   int i = faults < 15 ? faults : 15;
   s->counted[i]++;
+  s->faults_tried += faults;
+  if (s->on_counted) s->on_counted(ud);
 }
 
 static int expired(const eu_search *s) {
   return s->deadline_ms && eu_monotonic_ms() > s->deadline_ms;
 }
 
-static int found(eu_search *s, eu_chooser *c, int cap, int faults) {
+static int found(eu_search *s, eu_chooser *c, int cap, int faults, char *err, size_t errlen) {
   s->verdict = EU_VIOLATED;
   s->faults = faults;
-  return eu_schedule_format(s->schedule, sizeof s->schedule, cap, s->events, &c->path);
+  if (eu_schedule_format(s->schedule, sizeof s->schedule, cap, s->events, &c->path) != EU_OK)
+    return eu_err(err, errlen, EU_EINVAL, "a violating schedule of %d decisions is too long to report",
+                  c->path.len);
+  return EU_OK;
 }
 
 static int search_dfs(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t errlen) {
@@ -239,6 +290,7 @@ static int search_dfs(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t er
       }
       v = fn(ud, &c, s->events, cap, &faults, err, errlen);
       s->runs++;
+      tick(s);
       if (v < 0) {
         eu_chooser_free(&c);
         return v;
@@ -246,9 +298,9 @@ static int search_dfs(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t er
       if (c.out_of_shard || !eu_chooser_in_shard(&c)) continue;
       /* A run with fewer faults than the cap was checked at its own count. */
       if (faults < cap && cap > s->min_faults) continue;
-      count(s, faults);
+      count(s, ud, faults);
       if (v == 1) {
-        rc = found(s, &c, cap, faults);
+        rc = found(s, &c, cap, faults, err, errlen);
         eu_chooser_free(&c);
         return rc;
       }
@@ -272,9 +324,10 @@ static int search_random(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t
       eu_chooser_free(&c);
       return v;
     }
-    count(s, faults);
+    count(s, ud, faults);
+    tick(s);
     if (v == 1) {
-      v = found(s, &c, s->max_faults, faults);
+      v = found(s, &c, s->max_faults, faults, err, errlen);
       eu_chooser_free(&c);
       return v;
     }
@@ -311,7 +364,7 @@ static int search_replay(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t
     eu_chooser_free(&c);
     return v;
   }
-  count(s, faults);
+  count(s, ud, faults);
   s->faults = faults;
   snprintf(s->schedule, sizeof s->schedule, "%s", s->replay);
   s->verdict = v == 1 ? EU_VIOLATED : EU_BOUNDED;
@@ -320,6 +373,7 @@ static int search_replay(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t
 }
 
 int eu_search_run(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t errlen) {
+  if (!s->started_ms) s->started_ms = eu_monotonic_ms();
   switch (s->mode) {
   case EU_MODE_RANDOM: return search_random(s, fn, ud, err, errlen);
   case EU_MODE_REPLAY: return search_replay(s, fn, ud, err, errlen);
@@ -360,7 +414,8 @@ int eu_search_shrink(eu_search *s, eu_run_fn fn, void *ud, long *runs, char *err
 /* What a worker sends back: fixed fields, then the schedule. */
 typedef struct wire_result {
   int rc, verdict, faults;
-  long runs, counted[16];
+  long runs, counted[16], faults_tried;
+  uint64_t notes_len;     /* bytes of the run function's notes that follow */
   char schedule[4096];
   char err[EU_ERRLEN];
 } wire_result;
@@ -389,12 +444,61 @@ static int read_all(int fd, void *p, size_t n) {
   return 0;
 }
 
+/* The parent's progress line while the workers run: it waits for their
+ * answers a quarter of a second at a time and draws the sum of their counters. */
+static void watch_workers(eu_search *s, const int *fds, int jobs, volatile long *live) {
+  struct pollfd p[64];
+  int j, left = jobs;
+  for (j = 0; j < jobs; j++) {
+    p[j].fd = fds[j];
+    p[j].events = POLLIN;
+    p[j].revents = 0;
+  }
+  while (left > 0) {
+    long schedules = 0, faults = 0;
+    int k = poll(p, (nfds_t)jobs, 250);
+    if (k < 0 && errno != EINTR) return;
+    for (j = 0; j < jobs; j++) {
+      if (p[j].fd >= 0 && p[j].revents) {
+        p[j].fd = -1;  /* its answer is there: poll ignores it from now on */
+        left--;
+      }
+      schedules += live[j * LIVE_N + LIVE_SCHEDULES];
+      faults += live[j * LIVE_N + LIVE_FAULTS];
+    }
+    draw(s, schedules, faults);
+  }
+}
+
+static int read_notes(int fd, uint64_t len, eu_search *s, void *ud) {
+  char *p;
+  int rc = 0;
+  if (len == 0) return 0;
+  if (len > ((uint64_t)1 << 30) || !(p = malloc((size_t)len + 1))) return -1;
+  p[len] = '\0';  /* merge_notes may parse it as text */
+  if (read_all(fd, p, (size_t)len) != 0) rc = -1;
+  else if (s->merge_notes && s->merge_notes(ud, p, (size_t)len) != EU_OK) rc = -1;
+  free(p);
+  return rc;
+}
+
 int eu_search_parallel(eu_search *s, int jobs, eu_run_fn fn, void *ud, char *err, size_t errlen) {
   pid_t pids[64];
   int fds[64], j, i, rc = EU_OK, best = -1;
   wire_result r[64];
+  volatile long *live = NULL;
+  size_t live_size;
   if (jobs <= 1 || s->mode == EU_MODE_REPLAY) return eu_search_run(s, fn, ud, err, errlen);
   if (jobs > 64) jobs = 64;
+  if (!s->started_ms) s->started_ms = eu_monotonic_ms();
+  live_size = (size_t)jobs * LIVE_N * sizeof(long);
+  if (s->progress) {
+    void *m = mmap(NULL, live_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) {
+      live = m;
+      memset(m, 0, live_size);
+    }
+  }
   fflush(NULL);
   for (j = 0; j < jobs; j++) {
     int p[2];
@@ -404,8 +508,12 @@ int eu_search_parallel(eu_search *s, int jobs, eu_run_fn fn, void *ud, char *err
     if (pids[j] == 0) {
       wire_result w;
       eu_search t = *s;
+      eu_buf notes;
       close(p[0]);
       memset(&w, 0, sizeof w);
+      eu_buf_init(&notes);
+      t.progress = 0;  /* the parent draws the line */
+      t.live = live ? live + j * LIVE_N : NULL;
       if (t.mode == EU_MODE_RANDOM) {
         /* each worker draws its own share of the runs from its own stream */
         t.random_seed = s->random_seed * 1000003u + (uint64_t)j;
@@ -420,16 +528,21 @@ int eu_search_parallel(eu_search *s, int jobs, eu_run_fn fn, void *ud, char *err
       w.runs = t.runs;
       memcpy(w.counted, t.counted, sizeof w.counted);
       memcpy(w.schedule, t.schedule, sizeof w.schedule);
+      w.faults_tried = t.faults_tried;
+      if (s->export_notes && s->export_notes(ud, &notes) == EU_OK) w.notes_len = notes.n;
       write_all(p[1], &w, sizeof w);
+      if (w.notes_len) write_all(p[1], notes.p, notes.n);
+      eu_buf_free(&notes);
       close(p[1]);
       _exit(0);
     }
     close(p[1]);
     fds[j] = p[0];
   }
+  if (live) watch_workers(s, fds, jobs, live);
   for (j = 0; j < jobs; j++) {
     int status;
-    if (read_all(fds[j], &r[j], sizeof r[j]) != 0) {
+    if (read_all(fds[j], &r[j], sizeof r[j]) != 0 || read_notes(fds[j], r[j].notes_len, s, ud) != 0) {
       memset(&r[j], 0, sizeof r[j]);
       r[j].rc = EU_EINVAL;
       snprintf(r[j].err, sizeof r[j].err, "worker %d of %d died", j + 1, jobs);
@@ -444,10 +557,12 @@ int eu_search_parallel(eu_search *s, int jobs, eu_run_fn fn, void *ud, char *err
       eu_err(err, errlen, rc, "%s", r[j].err);
     }
     s->runs += r[j].runs;
+    s->faults_tried += r[j].faults_tried;
     for (i = 0; i < 16; i++) s->counted[i] += r[j].counted[i];
     if (r[j].verdict == EU_VIOLATED && (best < 0 || r[j].faults < r[best].faults)) best = j;
     if (r[j].verdict == EU_INCONCLUSIVE && s->verdict == EU_BOUNDED) s->verdict = EU_INCONCLUSIVE;
   }
+  if (live) munmap((void *)live, live_size);
   if (best >= 0) {
     s->verdict = EU_VIOLATED;
     s->faults = r[best].faults;

@@ -23,6 +23,7 @@
 
 #include <stdint.h>
 
+#include "buf.h"
 #include "prng.h"
 
 typedef struct eu_world eu_world;
@@ -84,10 +85,24 @@ typedef struct eu_search {
   int shard_k, shard_n;
   const char *replay;     /* replay mode */
   int min_faults;         /* start the fault count here (shrinking reuses what it knows) */
+  /* The run function's owner may keep what it notes of each run (coverage):
+   * on_counted says the run just done counts as a schedule; a parallel worker
+   * sends what export writes, and the parent hands it to merge. Each may be NULL. */
+  void (*on_counted)(void *ud);
+  int (*export_notes)(void *ud, eu_buf *out);
+  int (*merge_notes)(void *ud, const char *p, size_t n);
+  /* A live line on stderr (the caller decides it is a terminal): schedules,
+   * rate, faults tried, elapsed, budget left; at most 4 redraws a second.
+   * Wall-clock UI only: nothing of it reaches the result. */
+  int progress;
+  int64_t started_ms, drawn_ms;   /* the progress line's clock */
+  int drew;
+  volatile long *live;            /* a parallel worker's counters, shared with the parent */
   /* what it found */
   int verdict;
   long runs;              /* runs executed, skipped duplicates included */
   long counted[16];       /* distinct schedules checked, by fault count (last: more) */
+  long faults_tried;      /* faults injected over the counted schedules */
   char schedule[4096];    /* the violating schedule */
   int faults;             /* its fault count */
 } eu_search;
@@ -102,5 +117,7 @@ int eu_search_parallel(eu_search *s, int jobs, eu_run_fn fn, void *ud, char *err
  * needed go too. Updates s->schedule and s->faults; *runs gets the runs spent. */
 int eu_search_shrink(eu_search *s, eu_run_fn fn, void *ud, long *runs, char *err, size_t errlen);
 int64_t eu_monotonic_ms(void);
+/* Clears the progress line if one was drawn. */
+void eu_search_progress_end(eu_search *s);
 
 #endif

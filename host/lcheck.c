@@ -8,11 +8,15 @@
  * those databases restored, the explorer's chooser plugged in, the drive
  * run to the end, and the check function called on what is left.
  *
- * What only a report needs (the trace, the faults, the violation's rows) is
- * kept for replays alone, so exploration runs do no formatting at all.
+ * What only a report needs (the trace, the event log, the faults, the
+ * violation's rows) is kept for replays alone, so exploration runs do no
+ * formatting at all. What exploration does keep is coverage: every fault
+ * point the counted schedules reached, and which kinds of fault struck there.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -41,6 +45,20 @@ typedef struct pooled {
   eu_store *store;
 } pooled;
 
+/* A fault point as coverage counts it. Its key is the fault label without
+ * delivery and firing numbers ("req-1 effect #0 (DO:POOL acquire)" for
+ * "req-1#2 effect #0 (DO:POOL acquire)"): one place in the code, however
+ * often a run comes back to it. */
+typedef struct point {
+  char *key;
+  long reached;           /* counted schedules that reached it */
+  unsigned kinds;         /* kinds it has */
+  unsigned open;          /* kinds it offered while the run could still inject a fault */
+  unsigned tried;         /* kinds that struck there */
+  int seen;               /* this run: reached */
+  unsigned run_kinds, run_open, run_tried;
+} point;
+
 typedef struct xctx {
   lua_State *L;
   int check_idx;            /* the check function, on L's stack */
@@ -56,8 +74,12 @@ typedef struct xctx {
   int keep;                 /* keep the last run's trace, faults and violation */
   int determinism;          /* run every schedule twice and compare */
   const char *target;       /* shrinking: only a violation of this invariant counts */
-  eu_buf trace, faults;
+  eu_buf trace, faults, timeline;
   int violation_ref, answers_ref;
+  point *points;
+  int npoints, cappoints;
+  long by_kind[EU_FAULT_NKINDS], run_by_kind[EU_FAULT_NKINDS];  /* faults struck, counted runs / this run */
+  int covering;             /* noting coverage: off while shrinking */
 } xctx;
 
 static const char *opt_str(lua_State *L, int t, const char *field) {
@@ -101,6 +123,9 @@ static void free_ctx(xctx *x) {
   free(x->alarm_caps);
   eu_buf_free(&x->trace);
   eu_buf_free(&x->faults);
+  eu_buf_free(&x->timeline);
+  for (i = 0; i < x->npoints; i++) free(x->points[i].key);
+  free(x->points);
   if (x->violation_ref != LUA_NOREF) luaL_unref(x->L, LUA_REGISTRYINDEX, x->violation_ref);
   if (x->answers_ref != LUA_NOREF) luaL_unref(x->L, LUA_REGISTRYINDEX, x->answers_ref);
 }
@@ -328,6 +353,189 @@ static void rewind_pool(xctx *x) {
   }
 }
 
+/* ---- coverage --------------------------------------------------------- */
+
+static void point_key(const char *label, char *out, size_t n) {
+  size_t j = 0;
+  const char *p = label;
+  while (*p && j + 1 < n) {
+    /* "#<digits>" right after a name is a delivery or firing number; "effect #0" stays */
+    if (*p == '#' && p > label && p[-1] != ' ' && p[1] >= '0' && p[1] <= '9') {
+      for (p++; *p >= '0' && *p <= '9'; p++) {}
+      continue;
+    }
+    out[j++] = (*p == '\t' || *p == '\n' || *p == '\r') ? ' ' : *p;
+    p++;
+  }
+  out[j] = '\0';
+}
+
+static point *find_point(xctx *x, const char *key) {
+  int i;
+  point *pt;
+  for (i = 0; i < x->npoints; i++)
+    if (strcmp(x->points[i].key, key) == 0) return &x->points[i];
+  if (x->npoints == x->cappoints) {
+    int cap = x->cappoints ? x->cappoints * 2 : 16;
+    point *a = realloc(x->points, (size_t)cap * sizeof *a);
+    if (!a) return NULL;
+    x->points = a;
+    x->cappoints = cap;
+  }
+  pt = &x->points[x->npoints];
+  memset(pt, 0, sizeof *pt);
+  if (!(pt->key = strdup(key))) return NULL;
+  x->npoints++;
+  return pt;
+}
+
+/* The world's fault_point hook: noted for this run, kept if the run is counted. */
+static void note_point(void *ud, const char *label, unsigned kinds, int open, int struck) {
+  xctx *x = ud;
+  char key[256];
+  point *pt;
+  if (!x->covering) return;
+  point_key(label, key, sizeof key);
+  if (!(pt = find_point(x, key))) return;
+  pt->seen = 1;
+  pt->run_kinds |= kinds;
+  if (open) pt->run_open |= kinds;
+  if (struck) {
+    pt->run_tried |= EU_FAULT_BIT(struck);
+    x->run_by_kind[struck]++;
+  }
+}
+
+static void forget_run(xctx *x) {
+  int i;
+  memset(x->run_by_kind, 0, sizeof x->run_by_kind);
+  for (i = 0; i < x->npoints; i++) {
+    x->points[i].seen = 0;
+    x->points[i].run_kinds = x->points[i].run_open = x->points[i].run_tried = 0;
+  }
+}
+
+static void keep_run(void *ud) {
+  xctx *x = ud;
+  int i;
+  for (i = 0; i < EU_FAULT_NKINDS; i++) x->by_kind[i] += x->run_by_kind[i];
+  for (i = 0; i < x->npoints; i++) {
+    point *pt = &x->points[i];
+    if (!pt->seen) continue;
+    pt->reached++;
+    pt->kinds |= pt->run_kinds;
+    pt->open |= pt->run_open;
+    pt->tried |= pt->run_tried;
+  }
+  forget_run(x);
+}
+
+/* A parallel worker's coverage: a first line of faults by kind, then one
+ * point a line: reached, kinds, open, tried, key. */
+static int export_points(void *ud, eu_buf *out) {
+  xctx *x = ud;
+  int i;
+  for (i = 0; i < EU_FAULT_NKINDS; i++)
+    if (eu_buf_printf(out, i + 1 < EU_FAULT_NKINDS ? "%ld " : "%ld\n", x->by_kind[i]) != EU_OK) return EU_ENOMEM;
+  for (i = 0; i < x->npoints; i++) {
+    point *pt = &x->points[i];
+    if (pt->reached == 0) continue;
+    if (eu_buf_printf(out, "%ld %u %u %u %s\n", pt->reached, pt->kinds, pt->open, pt->tried, pt->key) != EU_OK)
+      return EU_ENOMEM;
+  }
+  return EU_OK;
+}
+
+static int merge_points(void *ud, const char *p, size_t n) {
+  xctx *x = ud;
+  const char *end = p + n;
+  int k;
+  for (k = 0; k < EU_FAULT_NKINDS; k++) {
+    char *next;
+    long v = strtol(p, &next, 10);
+    if (next == p || next > end) return EU_ECORRUPT;
+    x->by_kind[k] += v;
+    p = next;
+  }
+  if (p >= end || *p != '\n') return EU_ECORRUPT;
+  p++;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    char line[300];
+    long reached;
+    unsigned kinds, open, tried;
+    int at = 0;
+    point *pt;
+    if (!nl) return EU_ECORRUPT;
+    snprintf(line, sizeof line, "%.*s", (int)(nl - p), p);
+    p = nl + 1;
+    if (sscanf(line, "%ld %u %u %u %n", &reached, &kinds, &open, &tried, &at) != 4 || !at)
+      return EU_ECORRUPT;
+    if (!(pt = find_point(x, line + at))) return EU_ENOMEM;
+    pt->reached += reached;
+    pt->kinds |= kinds;
+    pt->open |= open;
+    pt->tried |= tried;
+  }
+  return EU_OK;
+}
+
+static void push_kinds(lua_State *L, unsigned bits) {
+  int k, n = 0;
+  lua_newtable(L);
+  for (k = 1; k < EU_FAULT_NKINDS; k++)
+    if (bits & EU_FAULT_BIT(k)) {
+      lua_pushstring(L, eu_fault_name(k));
+      lua_rawseti(L, -2, ++n);
+    }
+}
+
+/* { { point =, reached =, kinds = {...}, open = {...}, tried = {...} }, ... } in the order first seen */
+static void push_coverage(lua_State *L, xctx *x) {
+  int i, n = 0;
+  lua_newtable(L);
+  for (i = 0; i < x->npoints; i++) {
+    point *pt = &x->points[i];
+    if (pt->reached == 0) continue;
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, pt->key);
+    lua_setfield(L, -2, "point");
+    lua_pushinteger(L, pt->reached);
+    lua_setfield(L, -2, "reached");
+    push_kinds(L, pt->kinds);
+    lua_setfield(L, -2, "kinds");
+    push_kinds(L, pt->open);
+    lua_setfield(L, -2, "open");
+    push_kinds(L, pt->tried);
+    lua_setfield(L, -2, "tried");
+    lua_rawseti(L, -2, ++n);
+  }
+}
+
+/* The event log as records: { t =, kind =, from =, to =, text = }. */
+static void push_timeline(lua_State *L, const eu_buf *b) {
+  static const char *const fields[] = { "t", "kind", "from", "to", "text" };
+  const char *p = b->p ? b->p : "", *end = p + b->n;
+  int n = 0;
+  lua_newtable(L);
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    int f;
+    if (!nl) nl = end;
+    lua_createtable(L, 0, 5);
+    for (f = 0; f < 5; f++) {
+      const char *tab = f < 4 ? memchr(p, '\t', (size_t)(nl - p)) : NULL;
+      const char *stop = tab ? tab : nl;
+      if (f == 0) lua_pushinteger(L, strtoll(p, NULL, 10));
+      else lua_pushlstring(L, p, (size_t)(stop - p));
+      lua_setfield(L, -2, fields[f]);
+      p = tab ? tab + 1 : stop;
+    }
+    lua_rawseti(L, -2, ++n);
+    p = nl + 1;
+  }
+}
+
 /* ---- one run ---------------------------------------------------------- */
 
 /* Pushes the answers as the check function sees them. */
@@ -428,6 +636,9 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   o.gc_pause = 400;
   o.store_provider = provide_store;
   o.store_ud = x;
+  o.fault_point = note_point;
+  o.fault_point_ud = x;
+  forget_run(x);
   if ((rc = eu_world_new(&w, &o, err, errlen)) != EU_OK) return rc;
   answers = calloc((size_t)(d.n ? d.n : 1), sizeof *answers);
   if (!answers) {
@@ -442,6 +653,8 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   if (trace) {
     eu_buf_reset(&x->trace);
     eu_buf_reset(&x->faults);
+    eu_buf_reset(&x->timeline);
+    eu_buf_put(&x->timeline, eu_world_events(w)->p, eu_world_events(w)->n);
     eu_buf_put(&x->trace, eu_world_trace(w)->p, eu_world_trace(w)->n);
     eu_buf_put(&x->faults, eu_world_fault_log(w)->p, eu_world_fault_log(w)->n);
   }
@@ -578,8 +791,16 @@ static int l_explore(lua_State *L) {
   s.replay = opt_str(L, 1, "replay");
   if (s.mode == EU_MODE_REPLAY && !s.replay) return luaL_error(L, "core.explore: replay needs a schedule");
   jobs = (int)opt_int(L, 1, "jobs", 1);
+  s.on_counted = keep_run;
+  s.export_notes = export_points;
+  s.merge_notes = merge_points;
+  /* the live line is for a person at a terminal, never for a pipe or a file */
+  s.progress = opt_bool(L, 1, "progress") && isatty(2);
+  x->covering = 1;
 
   rc = eu_search_parallel(&s, jobs, run_once, x, err, sizeof err);
+  eu_search_progress_end(&s);
+  x->covering = 0;
   if (rc == EU_OK && s.verdict == EU_VIOLATED && opt_bool(L, 1, "shrink"))
     rc = eu_search_shrink(&s, run_once, x, &shrink_runs, err, sizeof err);
   if (rc != EU_OK) {
@@ -604,6 +825,17 @@ static int l_explore(lua_State *L) {
   lua_setfield(L, -2, "counted");
   lua_pushinteger(L, eu_monotonic_ms() - t0);
   lua_setfield(L, -2, "elapsedMs");
+  lua_pushinteger(L, s.faults_tried);
+  lua_setfield(L, -2, "faultsTried");
+  push_coverage(L, x);
+  lua_setfield(L, -2, "coverage");
+  lua_newtable(L);
+  for (i = 1; i < EU_FAULT_NKINDS; i++)
+    if (x->by_kind[i]) {
+      lua_pushinteger(L, x->by_kind[i]);
+      lua_setfield(L, -2, eu_fault_name(i));
+    }
+  lua_setfield(L, -2, "faultsByKind");
   if (s.verdict == EU_VIOLATED || s.mode == EU_MODE_REPLAY) {
     lua_pushstring(L, s.schedule);
     lua_setfield(L, -2, "schedule");
@@ -617,6 +849,8 @@ static int l_explore(lua_State *L) {
     lua_setfield(L, -2, "trace");
     lua_pushlstring(L, x->faults.p ? x->faults.p : "", x->faults.n);
     lua_setfield(L, -2, "faultLog");
+    push_timeline(L, &x->timeline);
+    lua_setfield(L, -2, "timeline");
     lua_rawgeti(L, LUA_REGISTRYINDEX, x->violation_ref);
     lua_setfield(L, -2, "violation");
     lua_rawgeti(L, LUA_REGISTRYINDEX, x->answers_ref);

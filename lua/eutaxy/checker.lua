@@ -358,6 +358,73 @@ local function bounds_line(scenario, budget_ms)
     #caps > 0 and table.concat(caps, ", ") or "-", budget_ms)
 end
 
+-- "req-2" before "req-10": digits compare as numbers, so the order reads
+-- naturally and does not depend on how many processes explored.
+local function natural_less(a, b)
+  local function parts(s)
+    local t = {}
+    for text, digits in s:gmatch("(%D*)(%d*)") do
+      if text ~= "" then t[#t + 1] = text end
+      if digits ~= "" then t[#t + 1] = tonumber(digits) end
+    end
+    return t
+  end
+  local pa, pb = parts(a), parts(b)
+  for i = 1, math.max(#pa, #pb) do
+    local x, y = pa[i], pb[i]
+    if x == nil then return true end
+    if y == nil then return false end
+    if type(x) ~= type(y) then return type(x) == "number" end
+    if x ~= y then return x < y end
+  end
+  return false
+end
+
+local function set_of(list)
+  local t = {}
+  for _, k in ipairs(list or {}) do t[k] = true end
+  return t
+end
+
+-- Coverage rows as the reports show them: kinds never tried at a point, and
+-- whether the fault budget of the run (maxFaultsPerRun) was why.
+local function coverage_rows(coverage)
+  local rows = {}
+  for _, c in ipairs(coverage or {}) do
+    local tried, open = set_of(c.tried), set_of(c.open)
+    local untried, closed = {}, {}
+    for _, k in ipairs(c.kinds) do
+      if not tried[k] then
+        untried[#untried + 1] = k
+        if not open[k] then closed[#closed + 1] = k end
+      end
+    end
+    rows[#rows + 1] = { point = c.point, reached = c.reached, kinds = c.kinds, tried = c.tried,
+                        untried = untried, closed = closed }
+  end
+  table.sort(rows, function(a, b) return natural_less(a.point, b.point) end)
+  return rows
+end
+
+local function coverage_text(put, rows)
+  if #rows == 0 then
+    put("Coverage: no fault point was reached.")
+    return
+  end
+  local width = 0
+  for _, c in ipairs(rows) do width = math.max(width, #c.point) end
+  put("Coverage (fault point, schedules that reached it, fault kinds tried there):")
+  for _, c in ipairs(rows) do
+    local line = string.format("  %s%s  %6d  %s", c.point, string.rep(" ", width - #c.point), c.reached,
+      #c.tried > 0 and table.concat(c.tried, ", ") or "none")
+    if #c.untried > 0 then
+      line = line .. "; never " .. table.concat(c.untried, ", ")
+      if #c.closed == #c.untried then line = line .. " (the run's faults were spent: maxFaultsPerRun)" end
+    end
+    put(line)
+  end
+end
+
 local function report_text(r)
   local out = {}
   local function put(s) out[#out + 1] = s or "" end
@@ -388,12 +455,16 @@ local function report_text(r)
       plural(r.schedules, "schedule"), r.byFaults, r.elapsedMs))
     put("Bounds: " .. r.bounds)
     put("Faults: " .. r.faultKinds)
+    put()
+    coverage_text(put, r.coverage)
   elseif r.verdict == "INCONCLUSIVE" then
     put()
     put(r.why)
     put(string.format("%s explored%s in %d ms; no violation among them.", plural(r.schedules, "schedule"),
       r.byFaults, r.elapsedMs))
     put("Bounds: " .. r.bounds)
+    put()
+    coverage_text(put, r.coverage)
   elseif r.verdict == "NONDETERMINISTIC" then
     put()
     put(r.message)
@@ -425,6 +496,7 @@ local function run_check(o)
     budgetMs = o.budget or b.budgetMs, faults = scenario.faults or sim.FAULT_KINDS,
     setup = setup_fn(scenario), check = check_fn(scenario),
     checkDeterminism = o.determinism, jobs = o.jobs, shardK = o.shard_k, shardN = o.shard_n,
+    progress = not o.quiet,
   }
   local caps = {}
   for _, s in ipairs(scenario.setup) do caps[s.binding] = s.alarmsPerObject end
@@ -445,11 +517,12 @@ local function run_check(o)
     if result and result.verdict == "VIOLATED" then
       local first = result
       opts.mode, opts.replay, opts.trace, opts.shrink, opts.jobs = "replay", first.schedule, true, false, 1
-      opts.checkDeterminism = false
+      opts.checkDeterminism, opts.progress = false, false
       result, err, kind = explore(opts)
       if result then
         result.runs, result.counted, result.elapsedMs, result.shrinkRuns =
           first.runs, first.counted, first.elapsedMs, first.shrinkRuns
+        result.coverage, result.faultsByKind, result.faultsTried = first.coverage, first.faultsByKind, first.faultsTried
         if result.verdict ~= "VIOLATED" then
           err, kind, result = "the violating schedule " .. first.schedule .. " did not violate again on replay", "nondeterministic", nil
         end
@@ -467,6 +540,8 @@ local function run_check(o)
   r.schedules, r.byFaults, r.elapsedMs, r.shrinkRuns = total(result.counted), by_faults(result.counted),
     result.elapsedMs, result.shrinkRuns or 0
   r.runs = result.runs
+  r.coverage = coverage_rows(result.coverage)
+  r.faultsTried, r.faultsByKind = result.faultsTried or 0, result.faultsByKind or {}
   r.byFaultsList = {}
   for i, n in ipairs(result.counted) do
     if n > 0 then r.byFaultsList[#r.byFaultsList + 1] = { faults = i - 1, schedules = n } end
@@ -477,6 +552,7 @@ local function run_check(o)
     r.events = event_labels(scenario, result.events)
     r.faults = split_lines(result.faultLog)
     r.trace = split_lines(result.trace)
+    r.timeline = result.timeline
     r.replay = replay_command(o.file, result.schedule)
   end
   if result.violation then
@@ -504,6 +580,15 @@ local function report_replay(r)
   return table.concat(out, "\n") .. "\n"
 end
 
+local function coverage_json(rows)
+  local list = {}
+  for i, c in ipairs(rows) do
+    list[i] = { point = c.point, reached = c.reached, kinds = json.array(c.kinds), tried = json.array(c.tried),
+                untried = json.array(c.untried) }
+  end
+  return list
+end
+
 local function to_json(r)
   return json.encode({
     verdict = r.verdict, scenario = r.scenario, seed = r.seed, invariant = r.invariant, message = r.message,
@@ -512,7 +597,10 @@ local function to_json(r)
     faults = r.faults and json.array(r.faults), trace = r.trace and json.array(r.trace),
     replay = r.replay, reason = r.why,
     counts = r.schedules and { schedules = r.schedules, runs = r.runs, byFaults = json.array(r.byFaultsList),
-                               shrinkRuns = r.shrinkRuns, elapsedMs = r.elapsedMs },
+                               shrinkRuns = r.shrinkRuns, elapsedMs = r.elapsedMs, faultsTried = r.faultsTried,
+                               faultsByKind = r.faultsByKind },
+    coverage = r.coverage and json.array(coverage_json(r.coverage)),
+    timeline = r.timeline and json.array(r.timeline),
     bounds = r.boundsTable, faultKinds = r.faultKindsList and json.array(r.faultKindsList),
   }) .. "\n"
 end
