@@ -92,6 +92,10 @@ describe("eutaxy.jsonc", function()
       assert.are.equal("w.jsonc:1:1: unterminated string", decode_error('"abc'))
     end)
 
+    it("refuses a NUL byte, past which cjson would read nothing", function()
+      assert.are.equal("w.jsonc:2:5: NUL byte in the text", decode_error('{"a": 1}\n    \0 garbage'))
+    end)
+
     it("names a default file when none is given", function()
       local ok, err = pcall(jsonc.decode, "{")
       assert.is_false(ok)

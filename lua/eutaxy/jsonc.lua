@@ -139,6 +139,10 @@ function jsonc.decode(text, filename)
   if type(text) ~= "string" then
     error(filename .. ": expected text, got " .. type(text), 0)
   end
+  -- cjson stops at a NUL byte and ignores what follows it; JSON has no
+  -- place for one (a control character in a string is escaped).
+  local nul = text:find("\0", 1, true)
+  if nul then fail_at(filename, text, nul, "NUL byte in the text") end
   local clean = blank(text, filename)
   local ok, result = pcall(cjson.decode, clean)
   if not ok then
