@@ -38,6 +38,8 @@ struct eu_isolate {
   char *bump, *bump_end;
   slab_chunk *chunks;
   int64_t budget;    /* VM instructions left to the running turn */
+  int64_t limit;     /* the turn's whole budget, for the message */
+  size_t reserve;    /* how far past mem_limit the host's own work may go */
   void *ud;
   void (*log)(void *ud, const char *msg, size_t len);
 };
@@ -73,7 +75,7 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     iso->mem -= old;
     return NULL;
   }
-  if (nsize > old && (iso->mem - old + nsize > iso->mem_limit || eu_faultsim_alloc())) return NULL;
+  if (nsize > old && (iso->mem - old + nsize > iso->mem_limit + iso->reserve || eu_faultsim_alloc())) return NULL;
   p = realloc(ptr, nsize);
   if (p) iso->mem = iso->mem - old + nsize;
   return p;
@@ -124,7 +126,7 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     iso->mem -= old;
     return NULL;
   }
-  if (nsize > old && (iso->mem - old + nsize > iso->mem_limit || eu_faultsim_alloc())) return NULL;
+  if (nsize > old && (iso->mem - old + nsize > iso->mem_limit + iso->reserve || eu_faultsim_alloc())) return NULL;
   if (ptr && old > EU_SMALL && nsize > EU_SMALL) {
     p = realloc(ptr, nsize);
   } else if (ptr && old <= EU_SMALL && nsize <= EU_SMALL && size_class(old) == size_class(nsize)) {
@@ -473,6 +475,14 @@ int eu_isolate_new(eu_isolate **out, const eu_isolate_opts *o, char *err, size_t
   return EU_OK;
 }
 
+size_t eu_isolate_mem_limit(eu_isolate *iso) {
+  return iso->mem_limit;
+}
+
+void eu_isolate_reserve(eu_isolate *iso, int on) {
+  iso->reserve = on ? EU_ISOLATE_RESERVE : 0;
+}
+
 void eu_isolate_close(eu_isolate *iso) {
   if (!iso) return;
   if (iso->L) lua_close(iso->L);
@@ -482,15 +492,23 @@ void eu_isolate_close(eu_isolate *iso) {
 
 #define EU_HOOK_STEP 10000
 
+/* The message names the line the loop was on: the hook runs in its frame. */
 static void cpu_hook(lua_State *L, lua_Debug *ar) {
   eu_isolate *iso = eu_isolate_of(L);
-  (void)ar;
   iso->budget -= EU_HOOK_STEP;
-  if (iso->budget < 0) luaL_error(L, "CPU limit exceeded: the invocation ran too long without yielding");
+  if (iso->budget >= 0) return;
+  if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
+    lua_pushfstring(L, "%s:%d: ", ar->short_src, ar->currentline);
+  else
+    lua_pushliteral(L, "");
+  lua_pushfstring(L, "CPU limit exceeded: more than %I VM instructions without yielding",
+                  (lua_Integer)iso->limit);
+  lua_concat(L, 2);
+  lua_error(L);
 }
 
 void eu_isolate_arm(lua_State *co, int64_t limit) {
   eu_isolate *iso = eu_isolate_of(co);
-  iso->budget = limit;
+  iso->budget = iso->limit = limit;
   lua_sethook(co, limit > 0 ? cpu_hook : NULL, limit > 0 ? LUA_MASKCOUNT : 0, EU_HOOK_STEP);
 }

@@ -34,6 +34,13 @@ lua_State *eu_isolate_L(eu_isolate *iso);
 void *eu_isolate_ud(lua_State *L);          /* the owner's data, from any thread of the isolate */
 eu_isolate *eu_isolate_of(lua_State *L);
 size_t eu_isolate_mem(eu_isolate *iso);
+size_t eu_isolate_mem_limit(eu_isolate *iso);
+
+/* Memory the host's own work may take past the limit (reporting the error
+ * of an invocation that filled the isolate): on lifts the limit by
+ * EU_ISOLATE_RESERVE until it is called again with off. */
+#define EU_ISOLATE_RESERVE ((size_t)1 << 20)
+void eu_isolate_reserve(eu_isolate *iso, int on);
 
 /* Loads a Lua file through the process's cache of compiled chunks. */
 int eu_isolate_loadfile(lua_State *L, const char *path);

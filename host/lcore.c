@@ -36,13 +36,42 @@ static int c_now(lua_State *L) {
   return 1;
 }
 
+/* "file:line: " of the user's code that called a yield point: the first
+ * frame with a line above eutaxy's wrapper (level 1); a tail call or a C
+ * function in between is skipped. */
+static void user_where(lua_State *L) {
+  lua_Debug ar;
+  int level;
+  for (level = 2; lua_getstack(L, level, &ar); level++) {
+    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+      lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+      return;
+    }
+  }
+  lua_pushliteral(L, "");
+}
+
 static eu_task *need_task(lua_State *L, const char *what) {
   eu_task *t = eu_world_running(L);
   if (!t) {
-    if (eu_world_of(L) && lua_isyieldable(L))
-      luaL_error(L, "%s cannot run inside a coroutine of your own: call it from the invocation itself", what);
+    if (eu_world_of(L) && lua_isyieldable(L)) {
+      user_where(L);
+      lua_pushfstring(L, "%s cannot run inside a coroutine of your own: call it from the invocation itself", what);
+      lua_concat(L, 2);
+      lua_error(L);
+    }
     luaL_error(L, "%s can only run inside an invocation (fetch, an RPC method or alarm), "
                   "not while a module loads or an object is constructed", what);
+  }
+  /* Checked before the call is sent or the timer set: a yield that fails
+   * would leave them behind, to wake a task that no longer waits. */
+  if (!lua_isyieldable(L)) {
+    user_where(L);
+    lua_pushfstring(L, "%s cannot wait inside a function called from C (a table.sort comparator, a "
+                       "string.gsub replacement, transactionSync's function, a metamethod a library calls)",
+                    what);
+    lua_concat(L, 2);
+    lua_error(L);
   }
   return t;
 }

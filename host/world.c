@@ -16,6 +16,7 @@
  * This file must not know what Lua code runs: the isolate side (runtime.lua)
  * is reached through one function, dispatch(kind, ...), per isolate.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -577,14 +578,22 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
     lua_pushnil(L);
     lua_pushnil(L);
   }
-  if (lua_pcall(L, 6, 1, 1) != LUA_OK) goto fail;
+  /* Loading the module and the constructor are user code: the same limit as a turn. */
+  eu_isolate_arm(L, w->o.cpu_limit);
+  rc = lua_pcall(L, 6, 1, 1);
+  eu_isolate_arm(L, 0);
+  if (rc != LUA_OK) goto fail;
   o->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_settop(L, 0);
   lua_gc(L, LUA_GCRESTART);
   if (w->o.gc_pause > 0) lua_gc(L, LUA_GCINC, w->o.gc_pause, 0, 0);
   return EU_OK;
 fail:
-  eu_err(err, errlen, EU_ELUA, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "error object is not a string");
+  if (rc == LUA_ERRMEM)  /* Lua's bare "not enough memory" */
+    eu_err(err, errlen, EU_ELUA, "%s: memory limit exceeded while the %s was built: the isolate may use %zu MiB",
+           w->entry, o->ns < 0 ? "worker" : "object", eu_isolate_mem_limit(o->iso) >> 20);
+  else
+    eu_err(err, errlen, EU_ELUA, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "error object is not a string");
   eu_isolate_close(o->iso);
   o->iso = NULL;
   o->dispatch_ref = o->wire_error_ref = LUA_NOREF;
@@ -835,6 +844,27 @@ static void finish(eu_world *w, eu_task *t, int ok, char *data, size_t len) {
 }
 
 /* The task's coroutine raised (or broke a rule): roll back, answer with the error. */
+/* "file:line: " of the innermost Lua frame of co, or "". */
+static void push_where(lua_State *L, lua_State *co) {
+  lua_Debug ar;
+  int level;
+  for (level = 0; lua_getstack(co, level, &ar); level++) {
+    if (lua_getinfo(co, "Sl", &ar) && ar.currentline > 0) {
+      lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+      return;
+    }
+  }
+  lua_pushliteral(L, "");
+}
+
+/* traceback_of(co, msg): co's traceback under msg, or nil when msg is not a string. */
+static int traceback_of(lua_State *L) {
+  lua_State *co = lua_touserdata(L, 1);
+  if (lua_type(L, 2) == LUA_TSTRING) luaL_traceback(L, co, lua_tostring(L, 2), 0);
+  else lua_pushnil(L);
+  return 1;
+}
+
 static void fail(eu_world *w, eu_task *t, lua_State *co) {
   eu_object *o = t->obj;
   lua_State *L = eu_isolate_L(o->iso);
@@ -843,13 +873,32 @@ static void fail(eu_world *w, eu_task *t, lua_State *co) {
   size_t len;
   int rc;
   end_turn(w, o, 0, NULL, 0);
+  /* The invocation may have filled the isolate: reporting needs a little
+   * memory past the limit, and must not raise outside a protected call. */
+  eu_isolate_reserve(o->iso, 1);
   lua_settop(L, 0);
   lua_rawgeti(L, LUA_REGISTRYINDEX, o->wire_error_ref);
   lua_xmove(co, L, 1);  /* the error value */
-  if (lua_type(L, -1) == LUA_TSTRING) luaL_traceback(L, co, lua_tostring(L, -1), 0);
-  else lua_pushnil(L);
-  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+  if (lua_status(co) == LUA_ERRMEM) {
+    /* Lua's own "not enough memory" says neither where nor which limit. */
+    lua_pop(L, 1);
+    push_where(L, co);
+    lua_pushfstring(L, "memory limit exceeded: the isolate may use %I MiB",
+                    (lua_Integer)(eu_isolate_mem_limit(o->iso) >> 20));
+    lua_concat(L, 2);
+  }
+  lua_pushcfunction(L, traceback_of);
+  lua_pushlightuserdata(L, co);
+  lua_pushvalue(L, -3);
+  rc = lua_pcall(L, 2, 1, 0);
+  if (rc != LUA_OK) {
+    lua_pop(L, 1);
+    lua_pushnil(L);
+  }
+  rc = lua_pcall(L, 2, 1, 0);
+  if (rc != LUA_OK) {
     lua_settop(L, 0);
+    eu_isolate_reserve(o->iso, 0);
     answer_error(w, t, "Error", "an error value that could not be reported", 1, 0);
     trace(w, "%s  raised an error that could not be reported", t->label);
     finish(w, t, 0, NULL, 0);
@@ -870,6 +919,7 @@ static void fail(eu_world *w, eu_task *t, lua_State *co) {
                   lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error",
                   lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
   lua_settop(L, 0);
+  eu_isolate_reserve(o->iso, 0);
   if (rc != EU_OK) {
     eu_buf_free(&b);
     answer_error(w, t, "Error", "an error value that could not be cloned", 1, 0);
@@ -1444,6 +1494,23 @@ void eu_world_free(eu_world *w) {
   free(w);
 }
 
+/* EUTAXY_CPU_LIMIT (VM instructions per turn) and EUTAXY_MEM_LIMIT (MiB per
+ * isolate) replace the defaults in every mode, serve and check included,
+ * which have no option of their own for them. */
+static int env_limit(const char *name, int64_t most, int64_t *v, char *err, size_t errlen) {
+  const char *s = getenv(name);
+  char *end;
+  long long n;
+  if (!s || !*s) return EU_OK;
+  errno = 0;
+  n = strtoll(s, &end, 10);
+  if (errno || *end || n <= 0 || n > most)
+    return eu_err(err, errlen, EU_EINVAL, "%s must be a whole number from 1 to %" PRId64 ", got \"%.40s\"",
+                  name, most, s);
+  *v = n;
+  return EU_OK;
+}
+
 int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errlen) {
   eu_world *w;
   int i, rc;
@@ -1455,6 +1522,16 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
   w->o = *o;
   w->o.alarm_caps = NULL;  /* copied below, once the world can free it */
   if (!w->o.start_ms) w->o.start_ms = EU_DEFAULT_START_MS;
+  {
+    int64_t mib = 0;
+    rc = w->o.cpu_limit ? EU_OK : env_limit("EUTAXY_CPU_LIMIT", INT64_MAX, &w->o.cpu_limit, err, errlen);
+    if (rc == EU_OK && !w->o.mem_limit) rc = env_limit("EUTAXY_MEM_LIMIT", INT64_C(1) << 20, &mib, err, errlen);
+    if (rc != EU_OK) {
+      free(w);
+      return rc;
+    }
+    if (!w->o.mem_limit) w->o.mem_limit = (size_t)mib << 20;  /* 0: the isolate's default */
+  }
   if (!w->o.cpu_limit) w->o.cpu_limit = EU_DEFAULT_CPU_LIMIT;
   w->libdir = dupstr(o->libdir);
   w->entry = dupstr(o->entry);
