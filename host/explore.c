@@ -231,7 +231,7 @@ static void draw(eu_search *s, long schedules, long faults) {
   s->drew = 1;
 }
 
-/* After each run: shared counters for the parent, the line at most 4 times a second. */
+/* After each counted run: shared counters for the parent, the line at most 4 times a second. */
 static void tick(eu_search *s) {
   if (s->live) {
     s->live[LIVE_SCHEDULES] = schedules_of(s);
@@ -259,6 +259,7 @@ static void count(eu_search *s, void *ud, int faults) {
   s->counted[i]++;
   s->faults_tried += faults;
   if (s->on_counted) s->on_counted(ud);
+  tick(s);
 }
 
 static int expired(const eu_search *s) {
@@ -290,7 +291,6 @@ static int search_dfs(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t er
       }
       v = fn(ud, &c, s->events, cap, &faults, err, errlen);
       s->runs++;
-      tick(s);
       if (v < 0) {
         eu_chooser_free(&c);
         return v;
@@ -325,7 +325,6 @@ static int search_random(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t
       return v;
     }
     count(s, ud, faults);
-    tick(s);
     if (v == 1) {
       v = found(s, &c, s->max_faults, faults, err, errlen);
       eu_chooser_free(&c);

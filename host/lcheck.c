@@ -795,7 +795,7 @@ static int l_explore(lua_State *L) {
   s.export_notes = export_points;
   s.merge_notes = merge_points;
   /* the live line is for a person at a terminal, never for a pipe or a file */
-  s.progress = opt_bool(L, 1, "progress") && isatty(2);
+  s.progress = s.mode != EU_MODE_REPLAY && opt_bool(L, 1, "progress") && isatty(2);
   x->covering = 1;
 
   rc = eu_search_parallel(&s, jobs, run_once, x, err, sizeof err);
