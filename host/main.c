@@ -5,15 +5,21 @@
  *   eutaxy serve CONFIG      serves the worker and its objects over HTTP
  *   eutaxy run FILE [ARGS]   runs a Lua script with eutaxy's modules
  *   eutaxy test [ARGS]       runs busted specs (ARGS go to busted)
+ *   eutaxy init DIR          writes a starter project into DIR
+ *   eutaxy help [COMMAND]    the commands' help (lua/eutaxy/help.lua)
  *   eutaxy version
  *
  * The binary is a Lua interpreter with eutaxy.core built in, so specs run
  * under the sanitizers along with the host, which a system `lua` loading
  * core.so could not do.
  */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -26,17 +32,6 @@
 #define EUTAXY_LUADIR "lua"
 #endif
 
-static const char usage[] =
-  "usage: eutaxy COMMAND [ARGS]\n"
-  "\n"
-  "commands:\n"
-  "  check SCENARIO    explore a scenario's schedules under faults (eutaxy check --help)\n"
-  "  serve CONFIG      serve a wrangler.jsonc's worker over HTTP (eutaxy serve --help)\n"
-  "  run FILE [ARGS]   run a Lua script with eutaxy's modules (require \"eutaxy.testing\")\n"
-  "  test [ARGS]       run busted specs; ARGS go to busted (default: the spec/ folder)\n"
-  "  version           print the version\n"
-  "  help              this text\n";
-
 static const char *libdir(void) {
   const char *d = getenv("EUTAXY_LUADIR");
   return d && *d ? d : EUTAXY_LUADIR;
@@ -46,6 +41,69 @@ static int traceback(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (!msg) msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+/*
+ * eutaxy.fs: the little of the file system `eutaxy init` needs and Lua's
+ * io library lacks. Each function returns its answer, or nil and a message
+ * naming the path, as io.open does.
+ */
+
+/* fs.entries(path): how many entries the folder has (. and .. not counted),
+ * or nil, message, and "missing" or "error". */
+static int fs_entries(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  DIR *d = opendir(path);
+  struct dirent *e;
+  lua_Integer n = 0;
+  if (!d) {
+    int missing = errno == ENOENT;
+    luaL_pushfail(L);
+    lua_pushfstring(L, "%s: %s", path, errno == ENOTDIR ? "not a folder" : strerror(errno));
+    lua_pushstring(L, missing ? "missing" : "error");
+    return 3;
+  }
+  while ((e = readdir(d)) != NULL)
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
+  closedir(d);
+  lua_pushinteger(L, n);
+  return 1;
+}
+
+/* fs.mkdir(path): true, or nil and a message. */
+static int fs_mkdir(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  if (mkdir(path, 0777) != 0) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "cannot make folder %s: %s", path, strerror(errno));
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* fs.realpath(path): the absolute path with no symbolic links, or nil and a message. */
+static int fs_realpath(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  char resolved[PATH_MAX];
+  if (!realpath(path, resolved)) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(errno));
+    return 2;
+  }
+  lua_pushstring(L, resolved);
+  return 1;
+}
+
+static int open_fs(lua_State *L) {
+  static const luaL_Reg fns[] = {
+    {"entries", fs_entries},
+    {"mkdir", fs_mkdir},
+    {"realpath", fs_realpath},
+    {NULL, NULL}
+  };
+  luaL_newlib(L, fns);
   return 1;
 }
 
@@ -61,6 +119,8 @@ static lua_State *new_state(void) {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
   lua_pushcfunction(L, eu_open_core_host);
   lua_setfield(L, -2, "eutaxy.core");
+  lua_pushcfunction(L, open_fs);
+  lua_setfield(L, -2, "eutaxy.fs");
   lua_pop(L, 1);
   return L;
 }
@@ -110,7 +170,7 @@ static int cmd_run(int argc, char **argv) {
   return rc;
 }
 
-/* check and serve: eutaxy.<module>.main(argv) returns the exit code. */
+/* check, serve, init and help: eutaxy.<module>.main(argv) returns the exit code. */
 static int cmd_main(const char *module, const char *name, int argc, char **argv) {
   lua_State *L;
   int i, rc = 2;
@@ -152,6 +212,10 @@ static int cmd_test(int argc, char **argv) {
   return rc;
 }
 
+static int is_help_flag(const char *a) {
+  return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0;
+}
+
 int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "help";
   char err[EU_ERRLEN];
@@ -161,18 +225,20 @@ int main(int argc, char **argv) {
     return 2;
   }
   atexit(eu_faultsim_report);
+  /* COMMAND --help for every command, so run and test show eutaxy's help,
+   * not the script's or busted's; unknown commands fall to help's message. */
+  if (argc > 2 && is_help_flag(argv[2]) && strcmp(cmd, "help") != 0)
+    return cmd_main("eutaxy.help", "help", 1, argv + 1);
   if (strcmp(cmd, "check") == 0) return cmd_main("eutaxy.checker", "check", argc - 2, argv + 2);
   if (strcmp(cmd, "serve") == 0) return cmd_main("eutaxy.serve", "serve", argc - 2, argv + 2);
+  if (strcmp(cmd, "init") == 0) return cmd_main("eutaxy.starter", "init", argc - 2, argv + 2);
   if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2);
   if (strcmp(cmd, "test") == 0) return cmd_test(argc - 2, argv + 2);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("eutaxy %s\n", EU_VERSION);
     return 0;
   }
-  if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-    fputs(usage, stdout);
-    return 0;
-  }
-  fprintf(stderr, "eutaxy: unknown command '%s'\n\n%s", cmd, usage);
-  return 2;
+  if (strcmp(cmd, "help") == 0 || is_help_flag(cmd))
+    return cmd_main("eutaxy.help", "help", argc > 2 ? argc - 2 : 0, argv + 2);
+  return cmd_main("eutaxy.help", "help", 1, argv + 1);
 }

@@ -13,20 +13,9 @@ local sim = require "eutaxy.check"
 
 local checker = {}
 
-local USAGE = [[
-usage: eutaxy check SCENARIO.lua [options]
-
-  --replay SCHEDULE      run one schedule (as a report prints it) and show its trace
-  --json                 print the result as one JSON document
-  --random N             explore N random schedules instead of all of them
-  --seed S               the seed of --random (default 1)
-  --shard K/N            explore part K of N (1-based): N runs add up to the whole
-  -j N                   explore with N processes
-  --check-determinism    run every schedule twice and fail on any difference
-  --budget-ms MS         the time budget (default: the scenario's bounds.budgetMs)
-  --quiet                print the verdict line only
-
-exit: 0 BOUNDED, 1 VIOLATED (or NONDETERMINISTIC), 2 bad usage or scenario, 3 INCONCLUSIVE]]
+-- The usage printed on a mistake and for --help: lua/eutaxy/help.lua holds
+-- every command's text, flags included.
+local USAGE = (require("eutaxy.help").text("check"):gsub("\n$", ""))
 
 
 local EXIT = { BOUNDED = 0, VIOLATED = 1, NONDETERMINISTIC = 1, INCONCLUSIVE = 3 }
@@ -55,7 +44,6 @@ local function parse_args(argv)
     local a = argv[i]
     if a == "--replay" then o.replay = value(a)
     elseif a == "--json" then o.json = true
-    elseif a == "--html" then o.html = value(a)
     elseif a == "--random" then o.random = count(a)
     elseif a == "--seed" then o.seed = math.tointeger(tonumber(value(a))) or bad("--seed expects an integer")
     elseif a == "--shard" then
@@ -626,15 +614,6 @@ function checker.main(argv)
   if not ok then
     io.stderr:write("eutaxy check: ", getmetatable(r) == Bad and r.message or tostring(r), "\n")
     return 2
-  end
-  if o.html then
-    local f, ferr = io.open(o.html, "w")
-    if not f then
-      io.stderr:write("eutaxy check: --html: ", tostring(ferr), "\n")
-      return 2
-    end
-    f:write(require("eutaxy.report_html").render(r))
-    f:close()
   end
   if o.json then
     io.stdout:write(to_json(r))

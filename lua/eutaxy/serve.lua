@@ -13,14 +13,8 @@ local tonumber, math_type = tonumber, math.type
 ---@class eutaxy.serve
 local serve = {}
 
-local usage = [[
-usage: eutaxy serve WRANGLER.jsonc [--port N] [--host H] [--state DIR] [--quiet]
-
-  --port N     port to listen on (default 8787; 0 takes any free port)
-  --host H     address to listen on (default 127.0.0.1)
-  --state DIR  where each object's SQLite file lives (default .eutaxy/state)
-  --quiet      no request log on stderr
-]]
+-- lua/eutaxy/help.lua holds every command's text, flags included.
+local usage = require("eutaxy.help").text("serve")
 
 local function dirname(path)
   return path:match("^(.*)/[^/]*$") or "."

@@ -1,0 +1,258 @@
+--- eutaxy.help: the text of `eutaxy help`, every command's --help and the
+-- man page, from one table.
+--
+-- Each command's parser lives with the command (checker.lua, serve.lua,
+-- starter.lua, main.c); the usage those parsers print on a mistake is taken
+-- from here too, so there is one place to describe a flag. spec/help_spec.lua
+-- reads the parsers' sources and fails when one accepts a flag this table
+-- does not name.
+
+---@class eutaxy.help
+local help = {}
+
+---@class eutaxy.help.Option
+---@field [1] string the flag as typed, with its argument: "--seed S"
+---@field [2] string what it does
+
+---@class eutaxy.help.Command
+---@field name string
+---@field synopsis string what follows `eutaxy NAME` on the usage line
+---@field summary string one line, for the list of commands
+---@field description string a paragraph
+---@field options eutaxy.help.Option[]
+---@field exit string|nil what the exit codes mean
+
+---@type eutaxy.help.Command[]
+help.commands = {
+  {
+    name = "check",
+    synopsis = "SCENARIO.lua [options]",
+    summary = "explore a scenario's schedules under faults",
+    description = "Loads a scenario (sim.defineScenario), runs its drive in virtual time, injects faults at "
+      .. "every call, explores the schedules within its bounds depth-first (fewest faults first), and checks "
+      .. "its invariants at the end of every run. A violation is shrunk and printed with its schedule, its "
+      .. "trace and the command that replays it.",
+    options = {
+      { "--replay SCHEDULE", "run one schedule (as a report prints it) and show its trace" },
+      { "--json", "print the result as one JSON document" },
+      { "--random N", "explore N random schedules instead of all of them (never BOUNDED)" },
+      { "--seed S", "the seed of --random (default 1)" },
+      { "--shard K/N", "explore part K of N (1-based): N runs' counts add up to the whole" },
+      { "-j N, --jobs N, -jN", "explore with N processes" },
+      { "--check-determinism", "run every schedule twice and fail on any difference" },
+      { "--budget-ms MS", "the time budget (default: the scenario's bounds.budgetMs)" },
+      { "--quiet", "print the verdict line only" },
+      { "-h, --help", "this text" },
+    },
+    exit = "0 BOUNDED, 1 VIOLATED (or NONDETERMINISTIC), 2 bad usage or scenario, 3 INCONCLUSIVE",
+  },
+  {
+    name = "serve",
+    synopsis = "WRANGLER.jsonc [--port N] [--host H] [--state DIR] [--quiet]",
+    summary = "serve a wrangler.jsonc's worker and objects over HTTP",
+    description = "Runs the worker and its objects as a local HTTP/1.1 server on the wall clock, one SQLite "
+      .. "file per object under --state, alarms re-armed at start-up. SIGINT or SIGTERM finish the requests "
+      .. "in flight and close every database.",
+    options = {
+      { "--port N", "port to listen on (default 8787; 0 takes any free port)" },
+      { "--host H", "address to listen on (default 127.0.0.1)" },
+      { "--state DIR", "where each object's SQLite file lives (default .eutaxy/state)" },
+      { "--quiet", "no request log on stderr" },
+      { "-h, --help", "this text" },
+    },
+    exit = "0 after SIGINT or SIGTERM, 1 the server could not start, 2 bad usage or config",
+  },
+  {
+    name = "init",
+    synopsis = "DIR",
+    summary = "write a small working project into DIR",
+    description = "Writes a worker with one object, its wrangler.jsonc, a scenario whose check is BOUNDED, "
+      .. "a spec, a .luarc.json for editors and a README into DIR, which must be missing or empty.",
+    options = {
+      { "-h, --help", "this text" },
+    },
+    exit = "0 written, 1 a file could not be written, 2 bad usage or DIR is not empty",
+  },
+  {
+    name = "test",
+    synopsis = "[BUSTED-ARGS]",
+    summary = "run busted specs (default: the spec/ folder)",
+    description = "Runs busted inside the eutaxy binary, with eutaxy's modules on the path, so specs run "
+      .. "under the same build (sanitizers included) as the host. Every argument goes to busted; see "
+      .. "busted --help for its own options, such as --output=TAP and --filter.",
+    options = {
+      { "-h, --help", "this text (busted's own: busted --help)" },
+    },
+    exit = "0 every spec passed, 1 one failed",
+  },
+  {
+    name = "run",
+    synopsis = "FILE [ARGS]",
+    summary = "run a Lua script with eutaxy's modules",
+    description = "Runs FILE as the lua command would, with arg set and eutaxy's modules on the path: "
+      .. "require \"eutaxy.testing\" builds a world, as a spec does.",
+    options = {
+      { "-h, --help", "this text (only as the first argument: later ones go to FILE)" },
+    },
+    exit = "0 the script ran, 1 it raised an error, 2 it could not be loaded",
+  },
+  {
+    name = "version",
+    synopsis = "",
+    summary = "print the version",
+    description = "Prints the version (also: eutaxy --version).",
+    options = {
+      { "--version", "the same, as a flag" },
+      { "-h, --help", "this text" },
+    },
+  },
+  {
+    name = "help",
+    synopsis = "[COMMAND | --man]",
+    summary = "list the commands, or describe one",
+    description = "Without COMMAND, lists the commands; with one, prints what eutaxy COMMAND --help prints. "
+      .. "The same text makes the eutaxy(1) man page, which the build writes beside the binary.",
+    options = {
+      { "-h, --help", "this text (eutaxy --help lists the commands)" },
+      { "--man", "print the eutaxy(1) man page, in roff (eutaxy help --man | man -l -)" },
+    },
+    exit = "0, or 2 for a command eutaxy does not have",
+  },
+}
+
+local by_name = {}
+for _, c in ipairs(help.commands) do by_name[c.name] = c end
+
+--- The command named name, or nil.
+---@param name string
+---@return eutaxy.help.Command|nil
+function help.command(name)
+  return by_name[name]
+end
+
+-- Wraps text to width columns, each line after indent spaces.
+local function wrap(text, indent, width)
+  local lines, line = {}, nil
+  for word in text:gmatch("%S+") do
+    if line and #line + 1 + #word > width - indent then
+      lines[#lines + 1] = (" "):rep(indent) .. line
+      line = word
+    else
+      line = line and (line .. " " .. word) or word
+    end
+  end
+  if line then lines[#lines + 1] = (" "):rep(indent) .. line end
+  return table.concat(lines, "\n")
+end
+
+local function usage_line(c)
+  return "usage: eutaxy " .. c.name .. (c.synopsis ~= "" and (" " .. c.synopsis) or "")
+end
+
+--- The help of one command, as `eutaxy help NAME` prints it.
+---@param name string
+---@return string
+function help.text(name)
+  local c = by_name[name]
+  if not c then error("eutaxy.help: no command " .. tostring(name), 2) end
+  local out = { usage_line(c), "", wrap(c.description, 2, 78), "" }
+  local w = 0
+  for _, o in ipairs(c.options) do w = math.max(w, #o[1]) end
+  for _, o in ipairs(c.options) do
+    out[#out + 1] = ("  %-" .. w .. "s  %s"):format(o[1], o[2])
+  end
+  if c.exit then
+    out[#out + 1] = ""
+    out[#out + 1] = "exit: " .. c.exit
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+--- The list of commands, as `eutaxy help` prints it.
+---@return string
+function help.overview()
+  local out = { "usage: eutaxy COMMAND [ARGS]", "", "commands:" }
+  local w = 0
+  for _, c in ipairs(help.commands) do w = math.max(w, #c.name) end
+  for _, c in ipairs(help.commands) do
+    out[#out + 1] = ("  %-" .. w .. "s  %s"):format(c.name, c.summary)
+  end
+  out[#out + 1] = ""
+  out[#out + 1] = "eutaxy help COMMAND (or eutaxy COMMAND --help) describes one; eutaxy --version prints the version."
+  return table.concat(out, "\n") .. "\n"
+end
+
+-- Escapes text for roff: backslashes, and a leading dot or quote.
+local function roff_escape(s)
+  s = s:gsub("\\", "\\e"):gsub("%-", "\\-")
+  if s:find("^[.']") then s = "\\&" .. s end
+  return s
+end
+
+--- The eutaxy(1) man page, in roff, from the same table.
+---@return string
+function help.roff()
+  local out = {
+    '.TH EUTAXY 1 "" "eutaxy" "User Commands"',
+    ".SH NAME",
+    "eutaxy \\- check, serve and test stateful objects written in Lua",
+    ".SH SYNOPSIS",
+    ".B eutaxy",
+    ".I COMMAND",
+    "[\\fIARGS\\fR]",
+    ".SH DESCRIPTION",
+    roff_escape("eutaxy hosts Durable-Object-style stateful objects written in Lua: each object has its own "
+      .. "SQLite database and one alarm, and a stateless worker answers HTTP requests and calls the objects."),
+    ".SH COMMANDS",
+  }
+  for _, c in ipairs(help.commands) do
+    out[#out + 1] = ".SS " .. c.name
+    out[#out + 1] = ".B eutaxy " .. c.name
+    if c.synopsis ~= "" then out[#out + 1] = roff_escape(c.synopsis) end
+    out[#out + 1] = ".PP"
+    out[#out + 1] = roff_escape(c.description)
+    for _, o in ipairs(c.options) do
+      out[#out + 1] = ".TP"
+      out[#out + 1] = "\\fB" .. roff_escape(o[1]) .. "\\fR"
+      out[#out + 1] = roff_escape(o[2])
+    end
+    if c.exit then
+      out[#out + 1] = ".PP"
+      out[#out + 1] = "Exit status: " .. roff_escape(c.exit) .. "."
+    end
+  end
+  out[#out + 1] = ".SH ENVIRONMENT"
+  out[#out + 1] = ".TP"
+  out[#out + 1] = ".B EUTAXY_LUADIR"
+  out[#out + 1] = roff_escape("the folder eutaxy's Lua modules are loaded from, instead of the one built in")
+  out[#out + 1] = ".SH SEE ALSO"
+  out[#out + 1] = ".BR busted (1)"
+  return table.concat(out, "\n") .. "\n"
+end
+
+--- `eutaxy help [COMMAND]`; returns the exit code.
+---@param argv string[]
+---@return integer
+function help.main(argv)
+  local name = argv[1]
+  if name == nil then
+    io.stdout:write(help.overview())
+    return 0
+  end
+  if name == "-h" or name == "--help" then name = "help" end
+  if name == "--man" then
+    io.stdout:write(help.roff())
+    return 0
+  end
+  if by_name[name] then
+    io.stdout:write(help.text(name))
+    return 0
+  end
+  local names = {}
+  for _, c in ipairs(help.commands) do names[#names + 1] = c.name end
+  io.stderr:write(("eutaxy: unknown command '%s' (the commands: %s; eutaxy help COMMAND describes one)\n")
+    :format(name, table.concat(names, ", ")))
+  return 2
+end
+
+return help
