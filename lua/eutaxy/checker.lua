@@ -44,6 +44,7 @@ local function parse_args(argv)
     local a = argv[i]
     if a == "--replay" then o.replay = value(a)
     elseif a == "--json" then o.json = true
+    elseif a == "--html" then o.html = value(a)
     elseif a == "--random" then o.random = count(a)
     elseif a == "--seed" then o.seed = math.tointeger(tonumber(value(a))) or bad("--seed expects an integer")
     elseif a == "--shard" then
@@ -614,6 +615,15 @@ function checker.main(argv)
   if not ok then
     io.stderr:write("eutaxy check: ", getmetatable(r) == Bad and r.message or tostring(r), "\n")
     return 2
+  end
+  if o.html then
+    local f, ferr = io.open(o.html, "w")
+    if not f then
+      io.stderr:write("eutaxy check: --html: ", tostring(ferr), "\n")
+      return 2
+    end
+    f:write(require("eutaxy.report_html").render(r))
+    f:close()
   end
   if o.json then
     io.stdout:write(to_json(r))
