@@ -113,6 +113,10 @@ local function diagram(r)
   local out = {}
   local function put(fmt, ...) out[#out + 1] = string.format(fmt, ...) end
   local function x(name) return LEFT + ((at[name] or 1) - 0.5) * COL end
+  -- a note may run on to the next lifeline; the last one has the margin
+  local function note_chars(name)
+    return math.floor(((at[name] == #names and COL / 2 + RIGHT or COL) - 24) / CHAR)
+  end
 
   put('<svg class="seq" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="sequence diagram of the counterexample">',
     width, height, width, height)
@@ -167,10 +171,10 @@ local function diagram(r)
     elseif e.kind == "alarm" then
       put('<g class="alarm"><title>%s</title><circle cx="%d" cy="%d" r="8"/><path d="M%d,%d L%d,%d L%d,%d"/>',
         esc(full), x1, y, x1, y - 5, x1, y, x1 + 4, y + 2)
-      put('<text x="%d" y="%d">%s</text></g>', x1 + 14, y + 4, esc(clip(text, math.floor((COL / 2 + (at[e.from] == #names and RIGHT or 0) - 14) / CHAR))))
+      put('<text x="%d" y="%d">%s</text></g>', x1 + 14, y + 4, esc(clip(text, note_chars(e.from))))
     else
       put('<g class="note"><title>%s</title><circle cx="%d" cy="%d" r="3"/>', esc(full), x1, y)
-      put('<text x="%d" y="%d">%s</text></g>', x1 + 8, y + 4, esc(clip(text, math.floor((COL / 2 + (at[e.from] == #names and RIGHT or 0) - 14) / CHAR))))
+      put('<text x="%d" y="%d">%s</text></g>', x1 + 8, y + 4, esc(clip(text, note_chars(e.from))))
     end
   end
   put('</svg>')
