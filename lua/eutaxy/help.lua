@@ -35,6 +35,7 @@ help.commands = {
     options = {
       { "--replay SCHEDULE", "run one schedule (as a report prints it) and show its trace" },
       { "--json", "print the result as one JSON document" },
+      { "--html FILE", "also write the result to FILE as one self-contained HTML page" },
       { "--random N", "explore N random schedules instead of all of them (never BOUNDED)" },
       { "--seed S", "the seed of --random (default 1)" },
       { "--shard K/N", "explore part K of N (1-based): N runs' counts add up to the whole" },

@@ -1,0 +1,212 @@
+---@meta eutaxy.check
+-- LuaLS annotations for `require "eutaxy.check"`: the scenario DSL of
+-- `eutaxy check`.
+
+---@alias eutaxy.check.FaultKind
+---| "rpc-fail"         # an RPC call fails before it arrives (nothing ran)
+---| "ambiguous"        # an RPC call ran and committed, but its answer is lost
+---| "caller-crash"     # the caller crashes right after an RPC call answers
+---| "alarm-fail"       # an alarm throws before it commits
+---| "alarm-lost"       # an alarm ran and committed, but its completion was lost
+---| "reset"            # an object loses its in-memory state between invocations
+---| "resend"           # the client resends a drive request
+---| "delivery-fail"    # a fanout target's callback fails
+---| "delivery-timeout" # a fanout target's callback times out
+
+---@class eutaxy.check
+---@field FAULT_KINDS eutaxy.check.FaultKind[] every fault kind check can inject, in a fixed order
+---@field DEFAULT_BOUNDS eutaxy.check.Bounds the bounds a scenario gets for the ones it leaves out
+---@field loading string|nil the scenario file being loaded, while check loads it
+local sim = {}
+
+--- A handle on one SQL table of one object, read at the end of every run.
+---@param binding string the binding in wrangler.jsonc, e.g. "POOL"
+---@param name string the object's name, as getByName takes it
+---@param table string the table's name
+---@return eutaxy.check.Table
+function sim.durableObjectTable(binding, name, table) end
+
+--- Tables, rows and key-value pairs created in the binding's objects before every run.
+---@param binding string the binding in wrangler.jsonc, e.g. "POOL"
+---@param kv? table<string, table<string, any>> key-value storage per object name ({} for none)
+---@param opts? { sql?: table<string, eutaxy.check.SqlSeed>, alarmsPerObject?: integer }
+---@return eutaxy.check.Setup
+function sim.durableObject(binding, kv, opts) end
+
+--- Requests to the worker's fetch, as events req-1, req-2, ...; a client
+--- with retries resends a request whose answer it lost.
+---@param requests eutaxy.check.Request[]
+---@param opts? { retries?: integer }
+---@return eutaxy.check.HttpDrive
+function sim.http(requests, opts) end
+
+--- Calls to objects' methods, as events call-1, call-2, ...
+---@param calls { binding: string, name: string, method: string, args?: any[] }[]
+---@param opts? { retries?: integer }
+---@return eutaxy.check.RpcDrive
+function sim.rpc(calls, opts) end
+
+--- No two rows of the table share a value of column (NULLs aside).
+---@param name string
+---@param handle eutaxy.check.Table
+---@param column string
+---@return eutaxy.check.Invariant
+function sim.unique(name, handle, column) end
+
+--- Every row of the table meets every condition.
+---@param name string
+---@param handle eutaxy.check.Table
+---@param conditions eutaxy.check.Condition[]
+---@return eutaxy.check.Invariant
+function sim.everyRow(name, handle, conditions) end
+
+--- A check of your own: fn returns true, or false and a message.
+---@param name string
+---@param fn fun(state: eutaxy.check.State): boolean?, string?
+---@return eutaxy.check.Invariant
+function sim.invariant(name, fn) end
+
+--- The scenario a *.sim.lua returns.
+---@param t eutaxy.check.ScenarioSpec
+---@return eutaxy.check.Scenario
+function sim.defineScenario(t) end
+
+--- The scenario another file of the same folder defines, with some of its
+--- fields replaced: `return sim.variant("leases.sim.lua", { worker = {...} })`.
+---@param file string the other scenario, relative to this file's folder
+---@param overrides { name?: string, seed?: string|integer, worker?: { entry: string, config: string }, bounds?: table<string, integer>, faults?: eutaxy.check.FaultKind[] }
+---@return eutaxy.check.Scenario
+function sim.variant(file, overrides) end
+
+--- One line saying what a fault kind does.
+---@param kind eutaxy.check.FaultKind
+---@return string
+function sim.describe_fault(kind) end
+
+--- A value as reports print it.
+---@param v any
+---@return string
+function sim.format_value(v) end
+
+--- Evaluates an invariant on a run's state: nil when it holds.
+---@param invariant eutaxy.check.Invariant
+---@param state eutaxy.check.State
+---@return eutaxy.check.Violation|nil
+function sim.evaluate(invariant, state) end
+
+---@class eutaxy.check.ScenarioSpec
+---@field name string
+---@field seed? string|integer default: the name
+---@field worker { entry: string, config: string } paths relative to the scenario's folder
+---@field setup? eutaxy.check.Setup[]
+---@field drive eutaxy.check.HttpDrive|eutaxy.check.RpcDrive
+---@field invariants eutaxy.check.Invariant[]
+---@field bounds? eutaxy.check.BoundsSpec
+---@field faults? eutaxy.check.FaultKind[] the kinds to inject; all when absent, none for {}
+
+---@class eutaxy.check.BoundsSpec
+---@field maxFaultsPerRun? integer faults injected in one run at most (1)
+---@field maxRedeliveries? integer how often one event may run again because of a fault (2)
+---@field maxConcurrentInvocations? integer drive requests in flight at once (1)
+---@field budgetMs? integer wall-clock time the exploration may take
+---@field maxEventsPerRun? integer events one run may take before it counts as runaway
+
+---@class eutaxy.check.Bounds
+---@field maxFaultsPerRun integer
+---@field maxRedeliveries integer
+---@field maxConcurrentInvocations integer
+---@field budgetMs integer
+---@field maxEventsPerRun integer
+
+---@class eutaxy.check.Scenario
+---@field kind "eutaxy.scenario"
+---@field name string
+---@field seed string|integer
+---@field worker { entry: string, config: string }
+---@field setup eutaxy.check.Setup[]
+---@field drive eutaxy.check.HttpDrive|eutaxy.check.RpcDrive
+---@field invariants eutaxy.check.Invariant[]
+---@field bounds eutaxy.check.Bounds
+---@field faults eutaxy.check.FaultKind[]|nil
+---@field file string
+---@field line integer
+
+---@class eutaxy.check.Table
+---@field kind "eutaxy.table"
+---@field binding string
+---@field name string
+---@field table string
+---@field file string
+---@field line integer
+
+---@class eutaxy.check.SqlSeed
+---@field schema string SQL run first, as a migration would
+---@field rows? table<string, table<string, any>[]> rows per table, each keyed by column
+
+---@class eutaxy.check.Setup
+---@field kind "eutaxy.setup"
+---@field binding string
+---@field kv table<string, table<string, any>>
+---@field sql table<string, eutaxy.check.SqlSeed>
+---@field alarmsPerObject integer how many times an object's alarm may fire in one run
+---@field file string
+---@field line integer
+
+---@class eutaxy.check.Request
+---@field path string starts with "/"
+---@field method? string GET by default
+---@field headers? table<string, string>
+---@field body? string
+
+---@class eutaxy.check.HttpDrive
+---@field kind "http"
+---@field requests eutaxy.check.Request[]
+---@field retries integer
+---@field file string
+---@field line integer
+
+---@class eutaxy.check.RpcDrive
+---@field kind "rpc"
+---@field calls { binding: string, name: string, method: string, args: any[] }[]
+---@field retries integer
+---@field file string
+---@field line integer
+
+---@class eutaxy.check.Condition
+---@field column string
+---@field op "notNull"|"isNull"|"eq"|"ne"|"lt"|"le"|"gt"|"ge"
+---@field value? string|number required for eq, ne, lt, le, gt, ge
+
+---@class eutaxy.check.Invariant
+---@field kind "unique"|"everyRow"|"custom"
+---@field name string
+---@field file string
+---@field line integer
+
+---@class eutaxy.check.Response
+---@field event string "req-1", ...
+---@field status integer|nil nil when the answer was lost
+---@field body string|nil
+
+--- What an invariant sees of a run.
+---@class eutaxy.check.State
+---@field responses eutaxy.check.Response[] the drive's answers
+local State = {}
+
+--- The table's rows at the end of the run, each keyed by column.
+---@param handle eutaxy.check.Table
+---@return table<string, any>[]
+function State:rows(handle) end
+
+--- The table's columns, in table order.
+---@param handle eutaxy.check.Table
+---@return string[]
+function State:columns(handle) end
+
+---@class eutaxy.check.Violation
+---@field invariant string its name
+---@field message string
+---@field columns string[]|nil
+---@field rows table[]|nil the offending rows
+
+return sim

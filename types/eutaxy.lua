@@ -1,0 +1,189 @@
+---@meta eutaxy
+-- LuaLS annotations for `require "eutaxy"`: the API that workers and objects
+-- use. Point an editor at this folder (a .luarc.json's workspace.library);
+-- nothing here runs.
+
+---@class eutaxy
+---@field DurableObject eutaxy.DurableObject the base class of every object
+---@field Request eutaxy.RequestClass
+---@field Response eutaxy.ResponseClass
+---@field Headers eutaxy.Headers the Headers class: eutaxy.Headers.new(init)
+---@field json eutaxy.json deterministic JSON (sorted keys)
+---@field url eutaxy.url
+local eutaxy = {}
+
+--- Virtual time in ms since 1970 (the wall clock under `eutaxy serve`).
+--- Only inside a worker or an object; a spec moves time with world:advance.
+---@return integer
+function eutaxy.now() end
+
+--- Waits ms of virtual time: a yield point, where other invocations may run
+--- and the turn's writes are committed.
+---@param ms integer
+function eutaxy.sleep(ms) end
+
+--- A random (version 4) UUID from the run's seed.
+---@return string
+function eutaxy.uuid() end
+
+--- A new error value, like the ones RPC raises: `error(eutaxy.Error("Conflict", "taken"))`.
+---@param name string
+---@param message string
+---@param fields? { remote?: boolean, retryable?: boolean } extra fields
+---@return eutaxy.Error
+function eutaxy.Error(name, message, fields) end
+
+--- True for an error value made by eutaxy.Error or raised by an RPC call.
+---@param v any
+---@return boolean
+function eutaxy.isError(v) end
+
+--- The object's scheduler, which shares its one alarm between fanout, named
+--- alarms and durable operations. Delegate the alarm to it:
+--- `function Obj:alarm(info) return eutaxy.scheduler(self.ctx):alarm(info) end`.
+---@param ctx eutaxy.DurableObjectState
+---@return eutaxy.Scheduler
+function eutaxy.scheduler(ctx) end
+
+--- Named alarms on the object's scheduler; create them in init.
+---@param opts eutaxy.AlarmsConfig
+---@return eutaxy.Alarms
+function eutaxy.alarms(opts) end
+
+--- Durable operations, run from the alarm with retries; create them in init.
+---@param opts eutaxy.DurableConfig
+---@return eutaxy.Durable
+function eutaxy.durable(opts) end
+
+--- Durable, independent delivery of messages to named targets; create it in init.
+---@param config eutaxy.FanoutConfig
+---@return eutaxy.Fanout
+function eutaxy.fanout(config) end
+
+--- An object class. Subclass it with extend; every method not starting with
+--- `_` (and not init, alarm or fetch) is callable over RPC.
+---@class eutaxy.DurableObject
+---@field ctx eutaxy.DurableObjectState the object's id and storage, set before init runs
+---@field env table<string, eutaxy.Namespace> the bindings of wrangler.jsonc: env.POOL, ...
+---@field super eutaxy.DurableObject|nil the class it extends
+local DurableObject = {}
+
+--- Makes a subclass. Annotate it for completion:
+--- `---@class Counter: eutaxy.DurableObject` above `local Counter = eutaxy.DurableObject:extend("Counter")`.
+---@param name string the class name, as wrangler.jsonc's class_name gives it
+---@return eutaxy.DurableObject
+function DurableObject:extend(name) end
+
+--- True for a class made with DurableObject:extend.
+---@param v any
+---@return boolean
+function DurableObject.is_class(v) end
+
+--- Optional: runs when the instance is built, after a reset too; ctx and env are set.
+function DurableObject:init() end
+
+--- Optional: runs when the object's alarm is due. An alarm that raises is
+--- retried after 2, 4, 8, 16, 32 and 64 s, then dropped.
+---@param info { retryCount: integer, isRetry: boolean }
+function DurableObject:alarm(info) end
+
+--- Optional: answers stub:fetch(request).
+---@param request eutaxy.Request
+---@return eutaxy.Response
+function DurableObject:fetch(request) end
+
+--- What an object's ctx holds.
+---@class eutaxy.DurableObjectState
+---@field id eutaxy.Id the object's own id
+---@field storage eutaxy.Storage its database, key-value pairs and alarm
+local DurableObjectState = {}
+
+--- Accepted for code written for Cloudflare; the work runs in the current invocation.
+---@param promise any
+function DurableObjectState.waitUntil(promise) end
+
+--- The third argument of the worker's fetch(request, env, ctx).
+---@class eutaxy.WorkerContext
+local WorkerContext = {}
+
+--- Accepted for code written for Cloudflare; does nothing.
+---@param promise any
+function WorkerContext.waitUntil(promise) end
+
+--- Accepted for code written for Cloudflare; does nothing.
+function WorkerContext.passThroughOnException() end
+
+--- A binding of env: makes ids and stubs of one class.
+---@class eutaxy.Namespace
+---@field binding string the binding's name (POOL)
+local Namespace = {}
+
+--- The id of the object named name: the same name, the same object.
+---@param name string
+---@return eutaxy.Id
+function Namespace:idFromName(name) end
+
+--- A new random id, from the run's seed.
+---@return eutaxy.Id
+function Namespace:newUniqueId() end
+
+--- The id whose toString() gave hex (64 lowercase hex digits).
+---@param hex string
+---@return eutaxy.Id
+function Namespace:idFromString(hex) end
+
+--- A stub for the object with this id.
+---@param id eutaxy.Id
+---@return eutaxy.Stub
+function Namespace:get(id) end
+
+--- A stub for the object named name: `env.POOL:getByName("pool"):acquire(...)`.
+---@param name string
+---@return eutaxy.Stub
+function Namespace:getByName(name) end
+
+--- An object's id.
+---@class eutaxy.Id
+---@field name string|nil the name it was made from, if any
+---@field binding string the binding it belongs to
+---@field hex string the id as 64 hex digits
+local Id = {}
+
+--- The id as 64 hex digits.
+---@return string
+function Id:toString() end
+
+--- True for the same object's id.
+---@param other eutaxy.Id
+---@return boolean
+function Id:equals(other) end
+
+--- A handle on an object. `stub:method(...)` runs method in the object (a
+--- yield point) and returns its cloned results; a failure raises an
+--- eutaxy.Error, so `pcall(stub.method, stub, ...)` works as try does.
+---@class eutaxy.Stub
+---@field id eutaxy.Id
+---@field name string|nil the object's name, if it was made from one
+---@field [string] fun(self: eutaxy.Stub, ...: any): ...: any
+local Stub = {}
+
+--- Sends a request to the object's fetch method.
+---@param input string|eutaxy.Request a URL or path, or a Request
+---@param init? eutaxy.RequestInit
+---@return eutaxy.Response
+function Stub:fetch(input, init) end
+
+--- What RPC raises, and what eutaxy.Error makes.
+---@class eutaxy.Error
+---@field name string "TypeError", "DataCloneError", the name user code gave, ...
+---@field message string
+---@field remote boolean user code in the target raised it
+---@field retryable boolean the call was interrupted (a lost answer, a reset): it may be retried
+---@field stack string|nil the target's traceback, for remote errors
+
+--- What a worker module returns: its fetch handler and its classes by name.
+---@class eutaxy.Worker
+---@field fetch fun(request: eutaxy.Request, env: table<string, eutaxy.Namespace>, ctx: eutaxy.WorkerContext): eutaxy.Response
+---@field [string] eutaxy.DurableObject
+
+return eutaxy

@@ -1,0 +1,80 @@
+---@meta eutaxy.testing
+-- LuaLS annotations for `require "eutaxy.testing"`: a worker and its
+-- objects in an in-process world with a virtual clock, for busted specs.
+
+---@class eutaxy.testing
+---@field World eutaxy.World the World class
+local testing = {}
+
+---@class eutaxy.WorldOptions
+---@field config? string a wrangler.jsonc
+---@field main? string the worker's entry; overrides the config's
+---@field bindings? table<string, string> { NS = "Class" }, to work without a config
+---@field dir? string the folder main is relative to, without a config (".")
+---@field sql? table<string, table<string, eutaxy.check.SqlSeed>> { NS = { name = { schema =, rows = } } }
+---@field seed? integer the seed of uuid, math.random and newUniqueId (0)
+---@field start? integer the virtual clock's start, ms since 1970
+---@field echo? boolean print the trace as it happens
+---@field memLimit? integer each isolate's memory cap, bytes
+---@field cpuLimit? integer each turn's limit, VM instructions
+
+--- A new world.
+---@param opts? eutaxy.WorldOptions
+---@return eutaxy.World
+function testing.world(opts) end
+
+--- A world: calls from a spec are synchronous; the world runs until the
+--- answer is in, firing whatever comes due on the way.
+---@class eutaxy.World
+---@field env table<string, eutaxy.Namespace> stubs callable from the spec: world.env.POOL:getByName("pool"):acquire(...)
+local World = {}
+
+--- Sends a request to the worker's fetch and returns its Response.
+---@param input string|eutaxy.Request a URL or path, or a Request
+---@param init? eutaxy.RequestInit
+---@return eutaxy.Response
+function World:fetch(input, init) end
+
+--- Virtual time, ms since 1970.
+---@return integer
+function World:now() end
+
+--- Runs everything due in the next ms of virtual time, alarms included.
+---@param ms integer
+---@return integer now
+function World:advance(ms) end
+
+--- Runs the object's alarm now, if one is set: whether one ran, and the error it raised if it did.
+---@param binding string
+---@param name string
+---@return boolean ran
+---@return eutaxy.Error|nil err
+function World:runAlarm(binding, name) end
+
+--- Rows of a query on an object's database, each keyed by column.
+---@param binding string
+---@param name string
+---@param sql string
+---@param ... nil|boolean|integer|number|string bindings
+---@return table<string, any>[]
+function World:rows(binding, name, sql, ...) end
+
+--- The object loses its in-memory state and keeps its storage.
+---@param binding string
+---@param name string
+function World:reset(binding, name) end
+
+--- Whether the object's isolate is alive (constructed and not reset since).
+---@param binding string
+---@param name string
+---@return boolean
+function World:isLive(binding, name) end
+
+--- Every event of the run, one line each, with virtual times.
+---@return string
+function World:trace() end
+
+--- Frees the world.
+function World:close() end
+
+return testing
