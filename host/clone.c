@@ -676,6 +676,7 @@ static int fmt_value(fmt *f, int level) {
   if ((rc = fmt_check(f, eu_buf_puts(f->out, "{ "))) != EU_OK) return rc;
   for (j = 0; j < n && !f->cut; j++) {
     if (j && (rc = fmt_check(f, eu_buf_puts(f->out, ", "))) != EU_OK) return rc;
+    if (f->cut) break;  /* the separator reached the cut: no key after the "..." */
     if ((rc = rd_item(&f->r, &k)) != EU_OK) return rc;
     if ((rc = check_key(&f->r, &k, NULL)) != EU_OK) return rc;
     if (next_pos && k.type == LUA_TNUMBER && k.isint && k.i == next_pos) next_pos++;

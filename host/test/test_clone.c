@@ -401,6 +401,8 @@ static void test_format_cuts_long_output(void) {
   assert_format("return string.rep('x', 100)", 10, ">\"xxxxxxxxx...");
   assert_format("return { 1, 2, 3, 4, 5, 6, 7, 8, 9 }", 8, ">{ 1, 2, ...");
   assert_format("return 1, 2", 4, ">1, 2");
+  /* the cut falls in the separator: nothing of the next pair follows it */
+  assert_format("return { a = 1, b = 2 }", 8, ">{ a = 1,...");
 }
 
 static void push_int(lua_State *L, lua_Integer i) { lua_pushinteger(L, i); }
