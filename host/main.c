@@ -39,6 +39,8 @@ static const char *libdir(void) {
 
 static int traceback(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
+  /* an RPC error is a table with a __tostring: "Error: message" */
+  if (!msg && luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) msg = lua_tostring(L, -1);
   if (!msg) msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   luaL_traceback(L, L, msg, 1);
   return 1;

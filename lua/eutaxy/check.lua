@@ -29,6 +29,8 @@ local string_format, string_byte = string.format, string.byte
 local table_concat, table_sort = table.concat, table.sort
 
 ---@class eutaxy.check
+local limits = require "eutaxy.limits"
+
 local sim = {}
 
 -- Fault kinds -------------------------------------------------------------
@@ -1113,7 +1115,7 @@ local function evaluate_every_row(inv, state)
 end
 
 local function evaluate_custom(inv, state)
-  local r = table.pack(pcall(inv.fn, state))
+  local r = table.pack(limits.pcall(inv.fn, state))  -- it runs in the checker's state, not an isolate
   if not r[1] then
     local e = r[2]
     -- error values that are tables (eutaxy errors, the CLI's own) carry a message

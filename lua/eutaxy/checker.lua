@@ -8,6 +8,7 @@ local core = require "eutaxy.core"
 local config = require "eutaxy.config"
 local http = require "eutaxy.http"
 local json = require "eutaxy.json"
+local limits = require "eutaxy.limits"
 local seed = require "eutaxy.seed"
 local sim = require "eutaxy.check"
 
@@ -94,7 +95,7 @@ local function load_scenario(file)
   local chunk, err = loadfile(file)
   if not chunk then bad("%s", err) end
   sim.loading = file
-  local ok, scenario = pcall(chunk)
+  local ok, scenario = limits.pcall(chunk)
   sim.loading = nil
   if not ok then
     if type(scenario) == "table" then scenario = tostring(scenario.message or scenario) end
