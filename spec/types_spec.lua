@@ -161,6 +161,23 @@ describe("the LuaLS annotations in types/", function()
     assert.are.same({}, extra)
   end)
 
+  it("are the library of every example folder's .luarc.json", function()
+    local json = require "eutaxy.json"
+    local p = assert(io.popen("ls -d scenarios/*/ spec/fixtures/serve/"))
+    local count = 0
+    for dir in p:lines() do
+      local f = assert(io.open(dir .. ".luarc.json"), dir .. " has no .luarc.json")
+      local luarc = json.decode(f:read("a"))
+      f:close()
+      assert.are.equal("Lua 5.4", luarc.runtime.version)
+      local types = dir .. luarc.workspace.library[1]
+      assert.is_truthy(io.open(types .. "/eutaxy.lua"), dir .. ".luarc.json: " .. types .. " holds no eutaxy.lua")
+      count = count + 1
+    end
+    p:close()
+    assert.is_true(count >= 6)
+  end)
+
   it("are found wanting when a module grows a function they do not name", function()
     local grown = { ["eutaxy.Storage"] = { "get", "getMany" } }
     assert.are.same({ "eutaxy.Storage.getMany" }, undeclared(grown, declared))

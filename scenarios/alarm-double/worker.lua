@@ -10,6 +10,7 @@ local eutaxy = require "eutaxy"
 
 local HOUR_MS = 60 * 60 * 1000
 
+---@class Billing: eutaxy.DurableObject
 local Billing = eutaxy.DurableObject:extend("Billing")
 
 --- Records usage in the current hour, billed when the hour ends.

@@ -8,6 +8,7 @@
 -- makes the ledger idempotent.
 local eutaxy = require "eutaxy"
 
+---@class Orders: eutaxy.DurableObject
 local Orders = eutaxy.DurableObject:extend("Orders")
 
 function Orders:init()
@@ -54,6 +55,7 @@ function Orders:alarm(info)
   return eutaxy.scheduler(self.ctx):alarm(info)
 end
 
+---@class Mailer: eutaxy.DurableObject
 local Mailer = eutaxy.DurableObject:extend("Mailer")
 
 --- Sends the confirmation at most once per order.
@@ -61,6 +63,7 @@ function Mailer:send(order)
   self.ctx.storage.sql:exec("INSERT OR IGNORE INTO sent (order_id) VALUES (?)", order)
 end
 
+---@class Ledger: eutaxy.DurableObject
 local Ledger = eutaxy.DurableObject:extend("Ledger")
 
 --- Books the order's amount: once per call, which a retried delivery repeats.

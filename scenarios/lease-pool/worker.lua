@@ -11,6 +11,7 @@ local eutaxy = require "eutaxy"
 
 local LEASE_MS = 5 * 60 * 1000
 
+---@class LeasePool: eutaxy.DurableObject
 local LeasePool = eutaxy.DurableObject:extend("LeasePool")
 
 --- The first free runner, leased to project until five minutes from now; nil when none is free.

@@ -9,6 +9,7 @@
 -- `eutaxy check deposits.sim.lua` finds it; worker_fixed.lua is the repair.
 local eutaxy = require "eutaxy"
 
+---@class Account: eutaxy.DurableObject
 local Account = eutaxy.DurableObject:extend("Account")
 
 --- Adds amount to the balance and returns the new balance.
@@ -27,6 +28,7 @@ function Account:getBalance()
   return self.ctx.storage.sql:exec("SELECT balance FROM account"):one().balance
 end
 
+---@class AuditLog: eutaxy.DurableObject
 local AuditLog = eutaxy.DurableObject:extend("AuditLog")
 
 function AuditLog:init()

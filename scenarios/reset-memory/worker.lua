@@ -10,6 +10,7 @@
 -- `eutaxy check orders.sim.lua` does; worker_fixed.lua is the repair.
 local eutaxy = require "eutaxy"
 
+---@class Orders: eutaxy.DurableObject
 local Orders = eutaxy.DurableObject:extend("Orders")
 
 function Orders:init()
