@@ -164,7 +164,7 @@ function Id:equals(other) end
 ---@class eutaxy.Stub
 ---@field id eutaxy.Id
 ---@field name string|nil the object's name, if it was made from one
----@field [string] fun(self: eutaxy.Stub, ...: any): ...: any
+---@field [string] fun(self: eutaxy.Stub, ...: any): any
 local Stub = {}
 
 --- Sends a request to the object's fetch method.
