@@ -40,6 +40,9 @@ function limits.pcall(fn, ...)
   local budget = cpu
   local base = collectgarbage("count")
   local hook, mask, count = debug.gethook()
+  -- A hook the host set in C ("external hook") cannot be put back from Lua:
+  -- it stays, and bounds the code as the host sees fit.
+  if hook ~= nil and type(hook) ~= "function" then return pcall(fn, ...) end
   debug.sethook(function()
     budget = budget - STEP
     if budget < 0 then
