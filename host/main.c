@@ -109,10 +109,7 @@ static int open_fs(lua_State *L) {
   return 1;
 }
 
-static lua_State *new_state(void) {
-  lua_State *L = luaL_newstate();
-  if (!L) return NULL;
-  eu_faultsim_wrap_lua(L);
+static void open_state(lua_State *L) {
   luaL_openlibs(L);
   lua_getglobal(L, "package");
   lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", libdir(), libdir(), LUA_PATH_DEFAULT);
@@ -124,7 +121,6 @@ static lua_State *new_state(void) {
   lua_pushcfunction(L, open_fs);
   lua_setfield(L, -2, "eutaxy.fs");
   lua_pop(L, 1);
-  return L;
 }
 
 /* arg as lua.c builds it: arg[0] the script, arg[1..] its arguments. */
@@ -153,65 +149,106 @@ static int run_chunk(lua_State *L, int argc, char **argv) {
   return 0;
 }
 
-static int cmd_run(int argc, char **argv) {
-  lua_State *L;
+/* A command's steps in its Lua state. Each of them may allocate, and an
+ * allocation may fail (EUTAXY_FAULTSIM makes one fail on purpose): outside
+ * a protected call Lua would abort the process, so every command runs as a
+ * C function under lua_pcall and an error ends it with its message. */
+typedef struct job {
+  void (*body)(lua_State *L, struct job *j);
+  const char *module, *name;  /* cmd_main's */
+  int argc;
+  char **argv;
   int rc;
+} job;
+
+static int protected_job(lua_State *L) {
+  job *j = lua_touserdata(L, 1);
+  lua_settop(L, 0);
+  open_state(L);
+  j->body(L, j);
+  return 0;
+}
+
+static int run_job(job *j) {
+  lua_State *L = luaL_newstate();
+  if (!L) {
+    fputs("eutaxy: not enough memory\n", stderr);
+    return 1;
+  }
+  eu_faultsim_wrap_lua(L);
+  lua_pushcfunction(L, protected_job);
+  lua_pushlightuserdata(L, j);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+    fprintf(stderr, "eutaxy: %s\n", lua_tostring(L, -1));
+    j->rc = 1;
+  }
+  fflush(stdout);
+  lua_close(L);
+  return j->rc;
+}
+
+static void run_body(lua_State *L, job *j) {
+  set_args(L, j->argv[0], j->argc - 1, j->argv + 1);
+  if (luaL_loadfile(L, j->argv[0]) != LUA_OK) {
+    fprintf(stderr, "eutaxy: %s\n", lua_tostring(L, -1));
+    j->rc = 2;
+    return;
+  }
+  j->rc = run_chunk(L, j->argc - 1, j->argv + 1);
+}
+
+static int cmd_run(int argc, char **argv) {
+  job j = { run_body, NULL, NULL, argc, argv, 1 };
   if (argc < 1) {
     fputs("eutaxy run: which script? usage: eutaxy run FILE [ARGS]\n", stderr);
     return 2;
   }
-  if (!(L = new_state())) return 1;
-  set_args(L, argv[0], argc - 1, argv + 1);
-  if (luaL_loadfile(L, argv[0]) != LUA_OK) {
+  return run_job(&j);
+}
+
+static void main_body(lua_State *L, job *j) {
+  int i;
+  lua_pushcfunction(L, traceback);
+  lua_getglobal(L, "require");
+  lua_pushstring(L, j->module);
+  if (lua_pcall(L, 1, 1, 1) != LUA_OK) {
     fprintf(stderr, "eutaxy: %s\n", lua_tostring(L, -1));
-    lua_close(L);
-    return 2;
+    j->rc = 2;
+    return;
   }
-  rc = run_chunk(L, argc - 1, argv + 1);
-  lua_close(L);
-  return rc;
+  lua_getfield(L, -1, "main");
+  lua_createtable(L, j->argc, 0);
+  for (i = 0; i < j->argc; i++) {
+    lua_pushstring(L, j->argv[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  if (lua_pcall(L, 1, 1, 1) != LUA_OK) {
+    fprintf(stderr, "eutaxy %s: %s\n", j->name, lua_tostring(L, -1));
+    j->rc = 2;
+  } else {
+    j->rc = (int)lua_tointeger(L, -1);
+  }
 }
 
 /* check, serve, init and help: eutaxy.<module>.main(argv) returns the exit code. */
 static int cmd_main(const char *module, const char *name, int argc, char **argv) {
-  lua_State *L;
-  int i, rc = 2;
-  if (!(L = new_state())) return 1;
-  lua_pushcfunction(L, traceback);
-  lua_getglobal(L, "require");
-  lua_pushstring(L, module);
-  if (lua_pcall(L, 1, 1, 1) != LUA_OK) {
+  job j = { main_body, module, name, argc, argv, 1 };
+  return run_job(&j);
+}
+
+static void test_body(lua_State *L, job *j) {
+  set_args(L, "busted", j->argc, j->argv);
+  if (luaL_loadstring(L, "require 'busted.runner'({ standalone = false })") != LUA_OK) {
     fprintf(stderr, "eutaxy: %s\n", lua_tostring(L, -1));
-    lua_close(L);
-    return 2;
+    j->rc = 1;
+    return;
   }
-  lua_getfield(L, -1, "main");
-  lua_createtable(L, argc, 0);
-  for (i = 0; i < argc; i++) {
-    lua_pushstring(L, argv[i]);
-    lua_rawseti(L, -2, i + 1);
-  }
-  if (lua_pcall(L, 1, 1, 1) != LUA_OK)
-    fprintf(stderr, "eutaxy %s: %s\n", name, lua_tostring(L, -1));
-  else
-    rc = (int)lua_tointeger(L, -1);
-  fflush(stdout);
-  lua_close(L);
-  return rc;
+  j->rc = run_chunk(L, 0, NULL);
 }
 
 static int cmd_test(int argc, char **argv) {
-  lua_State *L;
-  int rc;
-  if (!(L = new_state())) return 1;
-  set_args(L, "busted", argc, argv);
-  if (luaL_loadstring(L, "require 'busted.runner'({ standalone = false })") != LUA_OK) {
-    lua_close(L);
-    return 1;
-  }
-  rc = run_chunk(L, 0, NULL);
-  lua_close(L);
-  return rc;
+  job j = { test_body, NULL, NULL, argc, argv, 1 };
+  return run_job(&j);
 }
 
 static int is_help_flag(const char *a) {
