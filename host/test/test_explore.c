@@ -3,6 +3,7 @@
  * search by fault count and shrinking, on a toy run function: no world.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "eutaxy.h"
@@ -51,6 +52,7 @@ static void test_refuses_malformed_schedules(void) {
 typedef struct toy {
   int runs;
   int seen[8];
+  int last;     /* the last run's schedule, as an index into seen */
 } toy;
 
 static int toy_run(void *ud, eu_chooser *ch, uint64_t events, int cap, int *faults, char *err, size_t errlen) {
@@ -67,6 +69,7 @@ static int toy_run(void *ud, eu_chooser *ch, uint64_t events, int cap, int *faul
   *faults = used;
   t->runs++;
   idx = d[0] * 4 + d[1] * 2 + d[2];
+  t->last = idx;
   /* a run with fewer faults than the cap repeats one the search counted before */
   if (eu_chooser_in_shard(ch) && (used == cap || cap == 0)) t->seen[idx]++;
   return d[0] && d[2] && (events & 2);
@@ -179,6 +182,64 @@ static void test_random_runs_never_prove(void) {
   ASSERT_EQ(t.runs, 50);
 }
 
+/* What a run function's owner keeps of counted runs (as lcheck.c keeps
+ * coverage): here, how often each schedule was counted. */
+typedef struct noted {
+  toy t;        /* first: the run function is toy_run */
+  long kept[8];
+} noted;
+
+static void keep_last(void *ud) {
+  noted *n = ud;
+  n->kept[n->t.last]++;
+}
+
+static int export_kept(void *ud, eu_buf *out) {
+  noted *n = ud;
+  int i;
+  for (i = 0; i < 8; i++) eu_buf_printf(out, "%ld\n", n->kept[i]);
+  return EU_OK;
+}
+
+static int merge_kept(void *ud, const char *p, size_t len) {
+  noted *n = ud;
+  int i;
+  char *end;
+  ASSERT_EQ(p[len], '\0');  /* handed over as text */
+  for (i = 0; i < 8; i++) {
+    n->kept[i] += strtol(p, &end, 10);
+    if (*end != '\n') return EU_ECORRUPT;
+    p = end + 1;
+  }
+  return EU_OK;
+}
+
+static void test_parallel_workers_hand_their_notes_back(void) {
+  eu_search s;
+  noted one = { 0 }, par = { 0 };
+  char err[EU_ERRLEN];
+  long faults_tried;
+  int i;
+  eu_search_init(&s);
+  s.events = 1;
+  s.max_faults = 3;
+  s.on_counted = keep_last;
+  ASSERT_OK(eu_search_run(&s, toy_run, &one, err, sizeof err));
+  faults_tried = s.faults_tried;
+  ASSERT_EQ(faults_tried, 0 * 1 + 1 * 3 + 2 * 3 + 3 * 1);
+  for (i = 0; i < 8; i++) ASSERT_EQ(one.kept[i], 1);
+  eu_search_init(&s);
+  s.events = 1;
+  s.max_faults = 3;
+  s.on_counted = keep_last;
+  s.export_notes = export_kept;
+  s.merge_notes = merge_kept;
+  ASSERT_OK(eu_search_parallel(&s, 3, toy_run, &par, err, sizeof err));
+  ASSERT_EQ(s.verdict, EU_BOUNDED);
+  ASSERT_EQ(s.faults_tried, faults_tried);
+  for (i = 0; i < 8; i++) ASSERT_EQ(par.kept[i], 1);  /* every schedule counted once, by some worker */
+}
+
 static const eu_test tests[] = {
   { "formats and parses schedules", test_formats_and_parses_schedules },
   { "refuses malformed schedules", test_refuses_malformed_schedules },
@@ -188,6 +249,7 @@ static const eu_test tests[] = {
   { "replays a schedule and refuses one that does not fit", test_replays_a_schedule_and_refuses_one_that_does_not_fit },
   { "shrinks away events that are not needed", test_shrinks_away_events_that_are_not_needed },
   { "random runs never prove", test_random_runs_never_prove },
+  { "parallel workers hand their notes back", test_parallel_workers_hand_their_notes_back },
 };
 
 int main(void) { return test_main(tests, sizeof tests / sizeof tests[0]); }
