@@ -57,6 +57,8 @@ struct eu_object {
   int alarm_running;
   int alarm_firings;  /* this run: for alarm_caps and fault labels */
   int alarm_redeliveries;
+  int64_t last_active;  /* virtual ms of its last turn, for a host that evicts */
+  int resident;         /* has an isolate or an open store: counted in nresident */
   eu_world *w;
 };
 
@@ -104,6 +106,9 @@ struct eu_world {
   eu_determ_hooks hooks;
   eu_object **objects;
   int nobjects, capobjects;
+  int *index;         /* open addressing over (ns, hex): object index + 1, 0 free */
+  int nresident;      /* objects with an isolate or an open store */
+  size_t index_mask;
   eu_object *worker;
   eu_task *tasks;     /* live tasks, newest first */
   int64_t next_task;
@@ -135,6 +140,13 @@ static char *dupstr(const char *s) {
 }
 
 #define TRACING(w) (!(w)->o.no_trace)
+
+/* Called after an object's isolate or store came or went. */
+static void note_resident(eu_world *w, eu_object *o) {
+  int now = o->ns >= 0 && (o->iso != NULL || o->store != NULL);
+  if (now != o->resident) w->nresident += now ? 1 : -1;
+  o->resident = now;
+}
 
 static void vtrace(eu_world *w, const char *fmt, va_list ap) {
   int64_t t = w->sched.now;
@@ -426,13 +438,37 @@ void eu_world_new_unique_id(eu_world *w, char hex[65]) {
 
 /* ---- objects ---------------------------------------------------------- */
 
+static size_t object_hash(int ns, const char *hex) {
+  return (size_t)eu_hash64(hex, 64, (uint64_t)(ns + 1));
+}
+
 static eu_object *find_object(eu_world *w, int ns, const char *hex) {
-  int i;
-  for (i = 0; i < w->nobjects; i++) {
-    eu_object *o = w->objects[i];
+  size_t i;
+  if (!w->index) return NULL;
+  for (i = object_hash(ns, hex) & w->index_mask; w->index[i]; i = (i + 1) & w->index_mask) {
+    eu_object *o = w->objects[w->index[i] - 1];
     if (o->ns == ns && strcmp(o->hex, hex) == 0) return o;
   }
   return NULL;
+}
+
+/* Keeps the index at most half full; a server may know millions of ids. */
+static int index_object(eu_world *w, eu_object *o) {
+  size_t i;
+  if ((size_t)w->nobjects * 2 >= w->index_mask) {
+    size_t cap = w->index ? (w->index_mask + 1) * 2 : 64;
+    int *a = calloc(cap, sizeof *a), k;
+    if (!a) return EU_ENOMEM;
+    free(w->index);
+    w->index = a;
+    w->index_mask = cap - 1;
+    for (k = 0; k < w->nobjects; k++)
+      if (w->objects[k] != o && w->objects[k]->ns >= 0) index_object(w, w->objects[k]);
+  }
+  for (i = object_hash(o->ns, o->hex) & w->index_mask; w->index[i]; i = (i + 1) & w->index_mask)
+    ;
+  w->index[i] = o->index + 1;
+  return EU_OK;
 }
 
 static eu_object *add_object(eu_world *w, int ns, const char *hex, const char *name) {
@@ -462,6 +498,12 @@ static eu_object *add_object(eu_world *w, int ns, const char *hex, const char *n
   else
     snprintf(o->tag, sizeof o->tag, "DO:%s(%.12s)", w->bindings[ns].name, hex);
   w->objects[w->nobjects++] = o;
+  if (ns >= 0 && index_object(w, o) != EU_OK) {
+    w->nobjects--;
+    free(o->name);
+    free(o);
+    return NULL;
+  }
   return o;
 }
 
@@ -514,9 +556,10 @@ eu_store *eu_object_store(eu_world *w, eu_object *o, char *err, size_t errlen) {
   if (!o->store && w->o.store_provider) {
     o->store = w->o.store_provider(w->o.store_ud, o->ns, o->hex, err, errlen);
     o->store_lent = o->store != NULL;
-    return o->store;
+  } else if (!o->store && eu_store_open(&o->store, NULL, err, errlen) != EU_OK) {
+    return NULL;
   }
-  if (!o->store && eu_store_open(&o->store, NULL, err, errlen) != EU_OK) return NULL;
+  note_resident(w, o);
   return o->store;
 }
 
@@ -585,6 +628,7 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   if (rc != LUA_OK) goto fail;
   o->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_settop(L, 0);
+  note_resident(w, o);
   lua_gc(L, LUA_GCRESTART);
   if (w->o.gc_pause > 0) lua_gc(L, LUA_GCINC, w->o.gc_pause, 0, 0);
   return EU_OK;
@@ -937,6 +981,7 @@ static void run_turn(eu_world *w, eu_task *t, int nargs) {
   int status, nres = 0;
   char err[EU_ERRLEN];
   w->running = t;
+  o->last_active = now_abs(w);
   eu_isolate_arm(co, w->o.cpu_limit);
   status = lua_resume(co, NULL, nargs, &nres);
   w->running = NULL;
@@ -1109,7 +1154,16 @@ static void fire_alarm(eu_world *w, eu_object *o, int64_t gen) {
   int64_t at = 0;
   eu_task *t;
   char label[EU_LABEL];
-  if (gen != o->alarm_gen || o->alarm_running || !o->store) return;
+  if (gen != o->alarm_gen || o->alarm_running) return;
+  if (!o->store) {
+    /* Evicted since the alarm was scheduled: its database comes back. */
+    char err[EU_ERRLEN];
+    if (!eu_object_store(w, o, err, sizeof err)) {
+      trace(w, "%s  alarm not fired: %s", o->tag, err);
+      if (w->o.echo_log) fprintf(stderr, "[%s] alarm not fired: %s\n", o->tag, err);
+      return;
+    }
+  }
   if (eu_store_get_alarm(o->store, &has, &at, &retry) != EU_OK || !has) return;
   if (at > now_abs(w)) {
     reconcile_alarm(w, o);
@@ -1455,9 +1509,36 @@ int eu_world_reset(eu_world *w, eu_object *o) {
   o->iso = NULL;
   o->dispatch_ref = o->wire_error_ref = LUA_NOREF;
   o->alarm_running = 0;
+  note_resident(w, o);
   reconcile_alarm(w, o);
   return EU_OK;
 }
+
+/* ---- eviction --------------------------------------------------------- */
+
+int64_t eu_object_last_active(eu_object *o) { return o->last_active; }
+
+int eu_world_evictable(eu_world *w, eu_object *o) {
+  eu_task *t;
+  if (o->ns < 0 || o->alarm_running || (o->store && eu_store_in_turn(o->store))) return 0;
+  for (t = w->tasks; t; t = t->next)
+    if (t->obj == o) return 0;
+  return 1;
+}
+
+int eu_world_evict(eu_world *w, eu_object *o) {
+  if (!eu_world_evictable(w, o)) return EU_EINVAL;
+  eu_isolate_close(o->iso);
+  o->iso = NULL;
+  o->dispatch_ref = o->wire_error_ref = LUA_NOREF;
+  if (o->store && !o->store_lent) eu_store_close(o->store);
+  o->store = NULL;
+  o->store_lent = 0;
+  note_resident(w, o);
+  return EU_OK;
+}
+
+int eu_world_nresident(eu_world *w) { return w->nresident; }
 
 /* ---- the world -------------------------------------------------------- */
 
@@ -1473,6 +1554,7 @@ void eu_world_free(eu_world *w) {
     free(o);
   }
   free(w->objects);
+  free(w->index);
   for (i = 0; i < w->nslots; i++) free(w->slots[i].data);
   free(w->slots);
   eu_sched_free(&w->sched);

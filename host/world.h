@@ -144,6 +144,18 @@ const char *eu_object_name(eu_object *o);   /* NULL for an id made by newUniqueI
 const char *eu_object_hex(eu_object *o);
 eu_store *eu_object_store_if_open(eu_object *o);
 
+/* Eviction, for a host that keeps only some objects resident (serve). An
+ * object with no invocation queued, running or waiting, and no alarm
+ * running, is evictable: eu_world_evict closes its isolate and lets go of
+ * its store (closing it unless it came from the store provider, which then
+ * closes it itself). The object stays known: its next call or its alarm
+ * builds it again and asks for its store anew. last_active is the virtual
+ * time of its last turn. */
+int eu_world_evictable(eu_world *w, eu_object *o);
+int eu_world_evict(eu_world *w, eu_object *o);
+int64_t eu_object_last_active(eu_object *o);
+int eu_world_nresident(eu_world *w);   /* objects with an isolate or a store open */
+
 /* Faults and bounds of the run so far. */
 int eu_world_fault(eu_world *w, unsigned kinds, const char *label);  /* a fault point; 0 or the kind */
 int eu_world_faults_used(eu_world *w);
