@@ -203,6 +203,15 @@ static int authorize(void *ud, int action, const char *a, const char *b,
     return deny(s, "%s is not allowed in sql:exec: an object has one database", "ATTACH");
   case SQLITE_DETACH:
     return deny(s, "%s is not allowed in sql:exec: an object has one database", "DETACH");
+  case SQLITE_PRAGMA:  /* a is the pragma, b its argument or NULL */
+    /* The host decides how a turn reaches the disk: a pragma that changes
+     * the journal or the syncing would break the output gate. */
+    if (sqlite3_stricmp(a, "journal_mode") == 0 || sqlite3_stricmp(a, "synchronous") == 0 ||
+        sqlite3_stricmp(a, "locking_mode") == 0 || sqlite3_stricmp(a, "wal_autocheckpoint") == 0 ||
+        sqlite3_stricmp(a, "wal_checkpoint") == 0 || sqlite3_stricmp(a, "writable_schema") == 0 ||
+        sqlite3_stricmp(a, "journal_size_limit") == 0 || sqlite3_stricmp(a, "mmap_size") == 0)
+      return deny(s, "PRAGMA %s is not allowed in sql:exec: the host owns the journal and its syncing", a);
+    return SQLITE_OK;
   case SQLITE_FUNCTION:  /* b is the name; this build lets fts3_tokenizer take a raw pointer */
     if (sqlite3_stricmp(b, "fts3_tokenizer") == 0)
       return deny(s, "the function %s is not allowed in sql:exec", b);
@@ -329,6 +338,11 @@ int eu_store_exec_internal(eu_store *s, const char *sql) {
 }
 
 int eu_store_open(eu_store **out, const char *path, char *err, size_t errlen) {
+  return eu_store_open_with(out, path, NULL, err, errlen);
+}
+
+int eu_store_open_with(eu_store **out, const char *path, const char *first, char *err,
+                       size_t errlen) {
   eu_store *s;
   int rc;
   *out = NULL;
@@ -349,7 +363,8 @@ int eu_store_open(eu_store **out, const char *path, char *err, size_t errlen) {
    * (writable_schema and the like). */
   sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
   sqlite3_set_authorizer(s->db, authorize, s);
-  rc = eu_store_exec_internal(s, eu_schema);
+  rc = first ? eu_store_exec_internal(s, first) : EU_OK;
+  if (rc >= 0) rc = eu_store_exec_internal(s, eu_schema);
   if (rc < 0) {
     eu_err(err, errlen, rc, "cannot set up %s: %s", path ? path : "an in-memory database", s->errmsg);
     eu_store_close(s);

@@ -22,6 +22,11 @@ typedef struct eu_store eu_store;
 
 /* path NULL opens a private in-memory database. */
 int eu_store_open(eu_store **out, const char *path, char *err, size_t errlen);
+/* As eu_store_open, running first (SQL with no bindings and no results)
+ * before the store lays out its own tables: how a host sets the journal and
+ * its syncing before anything is written. */
+int eu_store_open_with(eu_store **out, const char *path, const char *first, char *err,
+                       size_t errlen);
 void eu_store_close(eu_store *s);
 sqlite3 *eu_store_db(eu_store *s);
 /* The message of the last failure on s (SQLite's text where SQLite failed). */
