@@ -14,20 +14,35 @@
  *
  * Storage: one SQLite file per object under the state directory, named from
  * a hash of the binding name and the object's 64-hex id (a name never picks
- * a path), in WAL mode with synchronous=FULL. The world commits a turn before
- * the answer it leads to exists, so a response only leaves once what it
- * depends on is on disk. Each file also holds a row naming its object
+ * a path), in WAL mode. Each file also holds a row naming its object
  * (_eutaxy_serve_object), which is how stored alarms are re-armed at start-up.
+ *
+ * The output gate, with group commit: the world commits every turn into the
+ * WAL (synchronous=NORMAL: a write, no fsync), and a wal hook counts the
+ * commits. An answer is stamped, when it is found done, with the count of
+ * commits made so far; it leaves only once a sync covering that count has
+ * finished. A sync is one fdatasync per file committed to since the last one,
+ * run on libuv's thread pool, so files sync in parallel and the world goes
+ * on running requests meanwhile; whatever commits while a sync runs waits
+ * for the next one. Under load every sync covers many requests of many
+ * objects. --durability=process skips the syncs: a commit then survives the
+ * process (it is in the kernel) but not a power loss.
+ *
+ * Objects come and go: one idle for --evict-after seconds, or the least
+ * recently active beyond --max-resident, is evicted (isolate and file
+ * closed) and comes back on its next call or alarm.
  *
  * This file must not reach into the world's internals or parse HTTP itself.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,14 +61,33 @@
 
 #define EU_SERVE_LOG_PATH 200   /* bytes of a path shown in the request log */
 
+typedef struct server server;
+
 typedef struct served_store {
   int ns;
   char hex[65];
+  char *path;
   eu_store *store;
+  eu_object *obj;           /* NULL until the world asks for the store */
+  server *srv;
+  int walfd;                /* the WAL, opened for syncing; -1 until the first sync */
+  int fresh;                /* created by this server: the file and its directory entry need a sync */
+  int dirty;                /* committed to since its last sync began */
+  int syncing;              /* a sync of it is in flight: it must stay open */
+  int wal_pages;            /* pages in the WAL after the last commit */
 } served_store;
+
+typedef struct sync_job {
+  uv_work_t req;
+  served_store *ss;
+  int dirfd;
+  int err;                  /* errno of a failed sync, or 0 */
+} sync_job;
 
 typedef struct pending {
   int slot;                 /* 0: never submitted, answer 500 */
+  int stamped;              /* found done: need is set */
+  uint64_t need;            /* commits that must be durable before the answer leaves */
   int keep_alive;
   int head;                 /* a HEAD request: headers only */
   char method[16];
@@ -62,10 +96,9 @@ typedef struct pending {
   struct pending *next;
 } pending;
 
-typedef struct server server;
-
 typedef struct conn {
   uv_tcp_t tcp;
+  uv_timer_t timer;         /* header and idle timeouts */
   server *srv;
   eu_http_conn *http;
   pending *head, *tail;
@@ -73,7 +106,11 @@ typedef struct conn {
   int eof;                  /* the client will send nothing more */
   int close_after;          /* close once the writes in flight are done */
   int closing;
+  int handles;              /* of tcp and timer, not yet closed */
   int nwrites;
+  const char *timed_out;    /* why the connection failed with 408 */
+  uint64_t busy_since;      /* loop time a request began arriving; 0 between requests */
+  uint64_t last_io;         /* loop time of the last read or write */
   struct conn *prev, *next;
 } conn;
 
@@ -87,23 +124,35 @@ struct server {
   eu_serve_opts o;
   uv_loop_t loop;
   uv_tcp_t listener;
-  uv_timer_t timer;
+  uv_timer_t timer;         /* the world's next event */
+  uv_timer_t sweep;         /* idle eviction */
+  uv_idle_t idle;           /* one pump after each round of reads */
   uv_signal_t sigint, sigterm;
-  int listening, stopping;
+  int listening, stopping, failed;
+  int accept_waiting;       /* a connection waits in the backlog for a free place */
+  int nconns, max_conns;
   eu_world *w;
   lua_State *L;             /* builds wire requests and reads wire responses */
   char state[4096];
+  int dirfd;                /* the state directory, for syncing new entries */
   char authority[300];      /* host:port, for a request without a usable Host */
-  served_store *stores;
+  served_store **stores;    /* open files */
   int nstores, capstores;
   conn *conns;
   int *orphans;             /* slots of requests whose connection went away */
   int norphans, caporphans;
   uint64_t nrequests;
+  uint64_t written;         /* commits into the WAL of any file */
+  uint64_t durable;         /* commits known to be on disk */
+  uint64_t sync_target;     /* what the sync in flight makes durable */
+  int syncs_in_flight;
+  int64_t last_emfile;
 };
 
 static void pump(server *s);
+static void request_pump(server *s);
 static void catch_up(server *s);
+static void arm_timer(conn *c);
 
 /* ---- clocks ----------------------------------------------------------- */
 
@@ -143,21 +192,84 @@ static void store_path(server *s, const char *binding, const char *hex, char *ou
   snprintf(out, n, "%s/%016" PRIx64 "%016" PRIx64 ".sqlite", s->state, h1, h2);
 }
 
-static const char serve_schema[] =
+/* A new file turns to WAL unsynced: the first sync after it (which every
+ * answer waits for) covers the file, its WAL and its directory entry. */
+static const char serve_pragmas[] =
+  "PRAGMA synchronous = OFF;"
   "PRAGMA journal_mode = WAL;"
-  "PRAGMA synchronous = FULL;"
+  "PRAGMA synchronous = NORMAL;";
+
+static const char serve_schema[] =
   "CREATE TABLE IF NOT EXISTS _eutaxy_serve_object("
   "  id INTEGER PRIMARY KEY CHECK (id = 1), binding TEXT NOT NULL, hex TEXT NOT NULL, name TEXT);";
 
-static int open_file(const char *path, eu_store **out, char *err, size_t errlen) {
-  int rc = eu_store_open(out, path, err, errlen);
-  if (rc != EU_OK) return rc;
-  if ((rc = eu_store_exec_internal(*out, serve_schema)) != EU_OK) {
-    eu_err(err, errlen, rc, "cannot set up %s: %s", path, eu_store_errmsg(*out));
-    eu_store_close(*out);
-    *out = NULL;
+/* Every commit into an object's WAL: the file needs a sync before the
+ * answers that follow it leave. It replaces SQLite's automatic checkpoint,
+ * which the server runs itself once a sync has covered the pages. */
+static int on_wal(void *ud, sqlite3 *db, const char *name, int pages) {
+  served_store *ss = ud;
+  (void)db; (void)name;
+  ss->dirty = 1;
+  ss->wal_pages = pages;
+  ss->srv->written++;
+  return SQLITE_OK;
+}
+
+static void close_served(served_store *ss) {
+  if (ss->walfd >= 0) close(ss->walfd);
+  eu_store_close(ss->store);
+  free(ss->path);
+  free(ss);
+}
+
+/* Opens (creating if need be) an object's file and keeps it. */
+static served_store *open_served(server *s, const char *path, char *err, size_t errlen) {
+  served_store *ss;
+  struct stat st;
+  int rc;
+  if (s->nstores == s->capstores) {
+    int cap = s->capstores ? s->capstores * 2 : 16;
+    served_store **a = realloc(s->stores, (size_t)cap * sizeof *a);
+    if (!a) {
+      eu_err(err, errlen, EU_ENOMEM, "out of memory");
+      return NULL;
+    }
+    s->stores = a;
+    s->capstores = cap;
   }
-  return rc;
+  if (!(ss = calloc(1, sizeof *ss)) || !(ss->path = malloc(strlen(path) + 1))) {
+    free(ss);
+    eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    return NULL;
+  }
+  strcpy(ss->path, path);
+  ss->srv = s;
+  ss->walfd = -1;
+  ss->ns = -1;
+  ss->fresh = stat(path, &st) != 0;
+  if ((rc = eu_store_open_with(&ss->store, path, serve_pragmas, err, errlen)) != EU_OK) {
+    free(ss->path);
+    free(ss);
+    return NULL;
+  }
+  if ((rc = eu_store_exec_internal(ss->store, serve_schema)) != EU_OK) {
+    eu_err(err, errlen, rc, "cannot set up %s: %s", path, eu_store_errmsg(ss->store));
+    close_served(ss);
+    return NULL;
+  }
+  sqlite3_wal_hook(eu_store_db(ss->store), on_wal, ss);
+  s->stores[s->nstores++] = ss;
+  return ss;
+}
+
+/* Closes a kept file; one being synced is never closed. An evicted file
+ * keeps its WAL, already synced, for its next opening: closing then costs
+ * no checkpoint and no sync. */
+static void drop_served(server *s, int i, int evicted) {
+  served_store *ss = s->stores[i];
+  s->stores[i] = s->stores[--s->nstores];
+  if (evicted) sqlite3_db_config(eu_store_db(ss->store), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+  close_served(ss);
 }
 
 /* Records which object the file holds (binding, id and, once known, its name). */
@@ -165,7 +277,8 @@ static int note_object(eu_store *st, const char *binding, const char *hex, const
   sqlite3_stmt *q;
   int rc = eu_store_internal_prepare(st,
     "INSERT INTO _eutaxy_serve_object(id, binding, hex, name) VALUES (1, ?1, ?2, ?3) "
-    "ON CONFLICT(id) DO UPDATE SET name = coalesce(excluded.name, name)", &q);
+    "ON CONFLICT(id) DO UPDATE SET name = coalesce(excluded.name, name) "
+    "WHERE name IS NOT excluded.name AND excluded.name IS NOT NULL", &q);
   if (rc != EU_OK) return rc;
   sqlite3_bind_text(q, 1, binding, -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(q, 2, hex, -1, SQLITE_TRANSIENT);
@@ -176,20 +289,11 @@ static int note_object(eu_store *st, const char *binding, const char *hex, const
   return rc < 0 ? rc : EU_OK;
 }
 
-static int keep_store(server *s, int ns, const char *hex, eu_store *st) {
-  served_store *p;
-  if (s->nstores == s->capstores) {
-    int cap = s->capstores ? s->capstores * 2 : 16;
-    served_store *a = realloc(s->stores, (size_t)cap * sizeof *a);
-    if (!a) return EU_ENOMEM;
-    s->stores = a;
-    s->capstores = cap;
-  }
-  p = &s->stores[s->nstores++];
-  p->ns = ns;
-  snprintf(p->hex, sizeof p->hex, "%s", hex);
-  p->store = st;
-  return EU_OK;
+static served_store *find_served(server *s, int ns, const char *hex) {
+  int i;
+  for (i = 0; i < s->nstores; i++)
+    if (s->stores[i]->ns == ns && strcmp(s->stores[i]->hex, hex) == 0) return s->stores[i];
+  return NULL;
 }
 
 static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, size_t errlen) {
@@ -197,23 +301,22 @@ static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, siz
   const char *binding = eu_world_binding_name(s->w, ns);
   eu_object *o = eu_world_object(s->w, ns, hex, NULL, NULL, 0);  /* known already: asks for nothing */
   char path[4200];
-  eu_store *st;
-  int i;
-  for (i = 0; i < s->nstores; i++)
-    if (s->stores[i].ns == ns && strcmp(s->stores[i].hex, hex) == 0) return s->stores[i].store;
+  served_store *ss = find_served(s, ns, hex);
+  if (ss) {
+    ss->obj = o;
+    return ss->store;
+  }
   store_path(s, binding, hex, path, sizeof path);
-  if (open_file(path, &st, err, errlen) != EU_OK) return NULL;
-  if (note_object(st, binding, hex, o ? eu_object_name(o) : NULL) != EU_OK) {
-    eu_err(err, errlen, EU_ESQL, "cannot record the object in %s: %s", path, eu_store_errmsg(st));
-    eu_store_close(st);
+  if (!(ss = open_served(s, path, err, errlen))) return NULL;
+  ss->ns = ns;
+  snprintf(ss->hex, sizeof ss->hex, "%s", hex);
+  ss->obj = o;
+  if (note_object(ss->store, binding, hex, o ? eu_object_name(o) : NULL) != EU_OK) {
+    eu_err(err, errlen, EU_ESQL, "cannot record the object in %s: %s", path, eu_store_errmsg(ss->store));
+    drop_served(s, s->nstores - 1, 0);
     return NULL;
   }
-  if (keep_store(s, ns, hex, st) != EU_OK) {
-    eu_err(err, errlen, EU_ENOMEM, "out of memory");
-    eu_store_close(st);
-    return NULL;
-  }
-  return st;
+  return ss->store;
 }
 
 /* Start-up: every object whose file holds an alarm is made known to the world
@@ -221,6 +324,7 @@ static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, siz
 static int rearm_alarms(server *s, char *err, size_t errlen) {
   DIR *d = opendir(s->state);
   struct dirent *e;
+  (void)err; (void)errlen;
   if (!d) return eu_err(err, errlen, EU_EINVAL, "cannot read %s: %s", s->state, strerror(errno));
   while ((e = readdir(d)) != NULL) {
     char path[4200], ebuf[EU_ERRLEN];
@@ -228,7 +332,7 @@ static int rearm_alarms(server *s, char *err, size_t errlen) {
     char bcopy[256], hcopy[65], ncopy[512];
     size_t n = strlen(e->d_name);
     sqlite3_stmt *q;
-    eu_store *st;
+    served_store *ss;
     eu_object *o;
     int has = 0, retry = 0, ns;
     int64_t at = 0;
@@ -236,16 +340,17 @@ static int rearm_alarms(server *s, char *err, size_t errlen) {
         strspn(e->d_name, "0123456789abcdef") != 32)
       continue;
     snprintf(path, sizeof path, "%s/%.39s", s->state, e->d_name);
-    if (open_file(path, &st, ebuf, sizeof ebuf) != EU_OK) {
+    if (!(ss = open_served(s, path, ebuf, sizeof ebuf))) {
       fprintf(stderr, "eutaxy serve: %s\n", ebuf);
       continue;
     }
-    if (eu_store_get_alarm(st, &has, &at, &retry) != EU_OK || !has ||
-        eu_store_internal_prepare(st, "SELECT binding, hex, name FROM _eutaxy_serve_object WHERE id = 1", &q) != EU_OK) {
-      eu_store_close(st);
+    ss->fresh = 0;
+    if (eu_store_get_alarm(ss->store, &has, &at, &retry) != EU_OK || !has ||
+        eu_store_internal_prepare(ss->store, "SELECT binding, hex, name FROM _eutaxy_serve_object WHERE id = 1", &q) != EU_OK) {
+      drop_served(s, s->nstores - 1, 0);
       continue;
     }
-    if (eu_store_internal_step(st, q) == 1) {
+    if (eu_store_internal_step(ss->store, q) == 1) {
       binding = (const char *)sqlite3_column_text(q, 0);
       hex = (const char *)sqlite3_column_text(q, 1);
       name = (const char *)sqlite3_column_text(q, 2);
@@ -253,17 +358,14 @@ static int rearm_alarms(server *s, char *err, size_t errlen) {
       snprintf(hcopy, sizeof hcopy, "%s", hex ? hex : "");
       snprintf(ncopy, sizeof ncopy, "%s", name ? name : "");
     }
-    eu_store_reset(st, q);
+    eu_store_reset(ss->store, q);
     ns = binding ? eu_world_binding(s->w, bcopy) : -1;
     if (ns < 0) {  /* a binding the config no longer has: its alarm sleeps */
-      eu_store_close(st);
+      drop_served(s, s->nstores - 1, 0);
       continue;
     }
-    if (keep_store(s, ns, hcopy, st) != EU_OK) {
-      eu_store_close(st);
-      closedir(d);
-      return eu_err(err, errlen, EU_ENOMEM, "out of memory");
-    }
+    ss->ns = ns;
+    snprintf(ss->hex, sizeof ss->hex, "%s", hcopy);
     o = eu_world_object(s->w, ns, hcopy, name ? ncopy : NULL, ebuf, sizeof ebuf);
     if (!o || !eu_object_store(s->w, o, ebuf, sizeof ebuf)) {
       fprintf(stderr, "eutaxy serve: %s: %s\n", path, ebuf);
@@ -273,6 +375,109 @@ static int rearm_alarms(server *s, char *err, size_t errlen) {
   }
   closedir(d);
   return EU_OK;
+}
+
+/* ---- the output gate ------------------------------------------------- */
+
+static void sync_work(uv_work_t *req) {
+  sync_job *j = req->data;
+  served_store *ss = j->ss;
+  if (fdatasync(ss->walfd) != 0) {
+    j->err = errno;
+    return;
+  }
+  if (ss->fresh) {  /* a new file: its first pages and its name in the directory */
+    int fd = open(ss->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0 || fsync(j->dirfd) != 0) j->err = errno ? errno : EIO;
+    if (fd >= 0) close(fd);
+  }
+}
+
+static void checkpoint_if_long(served_store *ss) {
+  if (ss->wal_pages >= 1000) {
+    sqlite3_wal_checkpoint_v2(eu_store_db(ss->store), NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    ss->wal_pages = 0;
+  }
+}
+
+static void fail_server(server *s, const char *fmt, const char *path, int e) {
+  fprintf(stderr, "eutaxy serve: ");
+  fprintf(stderr, fmt, path, strerror(e));
+  fprintf(stderr, "; answering 500 and stopping\n");
+  s->failed = 1;
+}
+
+static void on_synced(uv_work_t *req, int status) {
+  sync_job *j = req->data;
+  server *s = j->ss->srv;
+  if (status != 0 && !j->err) j->err = EIO;
+  j->ss->syncing = 0;
+  if (j->err) fail_server(s, "cannot sync %s: %s", j->ss->path, j->err);
+  else {
+    j->ss->fresh = 0;
+    checkpoint_if_long(j->ss);
+  }
+  free(j);
+  if (--s->syncs_in_flight == 0) {
+    s->durable = s->sync_target;
+    pump(s);
+  }
+}
+
+/* Starts a sync of every file committed to since the last one began, unless
+ * one is under way (what commits meanwhile waits for the next). */
+static void start_sync(server *s) {
+  int i;
+  if (s->syncs_in_flight || s->durable == s->written || s->failed) return;
+  if (s->o.durability_process) {
+    for (i = 0; i < s->nstores; i++)
+      if (s->stores[i]->dirty) {
+        s->stores[i]->dirty = 0;
+        checkpoint_if_long(s->stores[i]);
+      }
+    s->durable = s->written;
+    return;
+  }
+  s->sync_target = s->written;
+  for (i = 0; i < s->nstores; i++) {
+    served_store *ss = s->stores[i];
+    sync_job *j;
+    if (!ss->dirty) continue;
+    ss->dirty = 0;
+    if (ss->walfd < 0) {
+      char wal[4300];
+      snprintf(wal, sizeof wal, "%s-wal", ss->path);
+      if ((ss->walfd = open(wal, O_RDONLY | O_CLOEXEC)) < 0) {
+        fail_server(s, "cannot open %s: %s", wal, errno);
+        return;
+      }
+    }
+    if (!(j = calloc(1, sizeof *j))) {
+      fail_server(s, "cannot sync %s: %s", ss->path, ENOMEM);
+      return;
+    }
+    j->ss = ss;
+    j->dirfd = s->dirfd;
+    j->req.data = j;
+    if (uv_queue_work(&s->loop, &j->req, sync_work, on_synced) != 0) {
+      free(j);
+      fail_server(s, "cannot sync %s: %s", ss->path, EIO);
+      return;
+    }
+    ss->syncing = 1;
+    s->syncs_in_flight++;
+  }
+  if (s->syncs_in_flight == 0) s->durable = s->sync_target;  /* nothing was dirty after all */
+}
+
+/* Whether p can be answered now: its call is done and what it may depend on is durable. */
+static int ready(server *s, pending *p) {
+  if (p->slot && !eu_world_slot_done(s->w, p->slot)) return 0;
+  if (!p->stamped) {
+    p->stamped = 1;
+    p->need = s->written;
+  }
+  return s->failed || s->durable >= p->need;
 }
 
 /* ---- requests in, answers out ----------------------------------------- */
@@ -435,7 +640,11 @@ static int respond(server *s, pending *p, eu_buf *out, int keep) {
   char *data = NULL;
   size_t len = 0, before = out->n;
   int status = 500;
-  if (p->slot && eu_world_slot_take(s->w, p->slot, &data, &len) == EU_OK) {
+  if (s->failed && p->need > s->durable) {
+    /* Its writes may not be on disk: it must not look like a success. */
+    if (p->slot && eu_world_slot_take(s->w, p->slot, &data, &len) == EU_OK) free(data);
+    p->slot = 0;
+  } else if (p->slot && eu_world_slot_take(s->w, p->slot, &data, &len) == EU_OK) {
     lua_settop(L, 0);
     lua_pushcfunction(L, read_answer);
     lua_pushlstring(L, data ? data : "", len);
@@ -468,7 +677,7 @@ static int respond(server *s, pending *p, eu_buf *out, int keep) {
       status = 500;
     }
     lua_settop(L, 0);
-  } else {
+  } else if (!s->failed) {
     fprintf(stderr, "eutaxy serve: %s %s: the request could not be started\n", p->method, p->path);
   }
   out->n = before;
@@ -501,21 +710,31 @@ static void drop_pending(conn *c) {
   c->head = c->tail = NULL;
 }
 
+static void accept_one(server *s);
+
+/* Called for the socket and for the timer: the last one frees the connection. */
 static void on_conn_closed(uv_handle_t *h) {
   conn *c = h->data;
   server *s = c->srv;
+  if (--c->handles > 0) return;
   if (c->prev) c->prev->next = c->next;
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
+  s->nconns--;
   eu_http_conn_free(c->http);
   free(c);
-  if (s->stopping) pump(s);
+  if (s->accept_waiting && !s->stopping && s->nconns < s->max_conns) {
+    s->accept_waiting = 0;
+    accept_one(s);
+  }
+  if (s->stopping) request_pump(s);
 }
 
 static void close_conn(conn *c) {
   if (c->closing) return;
   c->closing = 1;
   drop_pending(c);
+  uv_close((uv_handle_t *)&c->timer, on_conn_closed);
   uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
@@ -525,7 +744,9 @@ static void on_written(uv_write_t *req, int status) {
   free(r->data);
   free(r);
   c->nwrites--;
+  c->last_io = uv_now(&c->srv->loop);
   if (status < 0 || (c->close_after && c->nwrites == 0)) close_conn(c);
+  else arm_timer(c);
 }
 
 static void send_buf(conn *c, eu_buf *out) {
@@ -551,15 +772,16 @@ static void send_buf(conn *c, eu_buf *out) {
   c->nwrites++;
 }
 
-/* Answers, in order, every request at the head of the queue whose slot is done. */
+/* Answers, in order, every request at the head of the queue that is ready. */
 static void flush_conn(conn *c) {
   server *s = c->srv;
   eu_buf out;
   if (c->closing) return;
   eu_buf_init(&out);
-  while (c->head && (!c->head->slot || eu_world_slot_done(s->w, c->head->slot))) {
+  while (c->head && ready(s, c->head)) {
     pending *p = c->head;
-    int keep = p->keep_alive && !s->stopping && !(p->next == NULL && (c->eof || c->failed_status));
+    int keep = p->keep_alive && !s->stopping && !s->failed &&
+               !(p->next == NULL && (c->eof || c->failed_status));
     int status = respond(s, p, &out, keep);
     log_request(s, p, status);
     c->head = p->next;
@@ -573,10 +795,10 @@ static void flush_conn(conn *c) {
     }
   }
   if (!c->head && !c->close_after && c->failed_status) {
-    const char *reason = NULL;
+    const char *reason = c->timed_out;
     int status = c->failed_status;
     char body[64];
-    eu_http_conn_error(c->http, &reason);
+    if (!reason) eu_http_conn_error(c->http, &reason);
     snprintf(body, sizeof body, "%s\n", eu_http_reason(status));
     eu_http_write_response(&out, status, NULL, NULL, 0, body, strlen(body), 0);
     if (!s->o.quiet) fprintf(stderr, "- - %d (%s)\n", status, reason ? reason : "bad request");
@@ -586,9 +808,46 @@ static void flush_conn(conn *c) {
   send_buf(c, &out);
   eu_buf_free(&out);
   if (!c->closing && c->close_after && c->nwrites == 0) close_conn(c);
+  else if (!c->closing) arm_timer(c);
+}
+
+static void on_conn_timer(uv_timer_t *t) {
+  conn *c = t->data;
+  if (c->closing) return;
+  if (c->busy_since && !c->failed_status) {
+    /* A request began and did not arrive whole in time: 408, then close. */
+    c->failed_status = 408;
+    c->timed_out = "the request did not arrive within --header-timeout";
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    request_pump(c->srv);
+  } else if (!c->head && c->nwrites == 0) {
+    close_conn(c);  /* idle past --idle-timeout */
+  }
+}
+
+/* The connection's one timer: the header timeout while a request is
+ * arriving, the idle timeout while nothing is asked or owed, none while the
+ * server owes an answer (the CPU limit bounds that). */
+static void arm_timer(conn *c) {
+  server *s = c->srv;
+  uint64_t now = uv_now(&s->loop), deadline;
+  if (c->closing) return;
+  if (c->failed_status || c->head || c->nwrites) {
+    uv_timer_stop(&c->timer);
+    return;
+  }
+  if (eu_http_conn_busy(c->http)) {
+    if (!c->busy_since) c->busy_since = now;
+    deadline = c->busy_since + s->o.header_timeout_ms;
+  } else {
+    c->busy_since = 0;
+    deadline = c->last_io + s->o.idle_timeout_ms;
+  }
+  uv_timer_start(&c->timer, on_conn_timer, deadline > now ? deadline - now : 0, 0);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)h;
   buf->base = malloc(suggested);
   buf->len = buf->base ? suggested : 0;
 }
@@ -597,7 +856,9 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   conn *c = stream->data;
   server *s = c->srv;
   if (nread > 0 && !c->failed_status && !c->closing) {
-    int rc;
+    int rc, was_busy = eu_http_conn_busy(c->http);
+    uint64_t before = s->nrequests;
+    c->last_io = uv_now(&s->loop);
     catch_up(s);  /* a request starts at the wall clock's now, not at the last event's time */
     rc = eu_http_feed(c->http, buf->base, (size_t)nread, on_request, c);
     if (rc < 0) {
@@ -608,6 +869,9 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
       uv_read_stop(stream);
       c->eof = 1;
     }
+    /* The header timeout counts from the first byte of the request now arriving. */
+    if (!eu_http_conn_busy(c->http)) c->busy_since = 0;
+    else if (!was_busy || s->nrequests != before) c->busy_since = c->last_io;
   } else if (nread == UV_EOF) {
     c->eof = 1;
     uv_read_stop(stream);
@@ -617,14 +881,11 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   free(buf->base);
-  pump(s);
+  request_pump(s);
 }
 
-static void on_connection(uv_stream_t *listener, int status) {
-  server *s = listener->data;
-  conn *c;
-  if (status < 0 || s->stopping) return;
-  c = calloc(1, sizeof *c);
+static void accept_one(server *s) {
+  conn *c = calloc(1, sizeof *c);
   if (!c) return;
   c->srv = s;
   if (eu_http_conn_new(&c->http, NULL) != EU_OK || uv_tcp_init(&s->loop, &c->tcp) != 0) {
@@ -632,19 +893,118 @@ static void on_connection(uv_stream_t *listener, int status) {
     free(c);
     return;
   }
-  c->tcp.data = c;
+  uv_timer_init(&s->loop, &c->timer);
+  c->handles = 2;
+  c->tcp.data = c->timer.data = c;
   c->next = s->conns;
   if (s->conns) s->conns->prev = c;
   s->conns = c;
-  if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 ||
-      uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+  s->nconns++;
+  c->last_io = uv_now(&s->loop);
+  if (uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)&c->tcp) != 0 ||
+      uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
     close_conn(c);
+    return;
+  }
+  arm_timer(c);
+}
+
+/* A connection is waiting. At --max-connections it is left in the backlog:
+ * libuv stops watching the listener until uv_accept takes it, so the kernel
+ * holds further clients, not our file descriptors. */
+static void on_connection(uv_stream_t *listener, int status) {
+  server *s = listener->data;
+  if (status < 0) {
+    int64_t now = (int64_t)uv_now(&s->loop);
+    if (now - s->last_emfile >= 1000 || !s->last_emfile) {
+      fprintf(stderr, "eutaxy serve: cannot accept a connection: %s\n", uv_strerror(status));
+      s->last_emfile = now ? now : 1;
+    }
+    return;
+  }
+  if (s->stopping) return;
+  if (s->nconns >= s->max_conns) {
+    s->accept_waiting = 1;
+    return;
+  }
+  accept_one(s);
+}
+
+/* ---- eviction --------------------------------------------------------- */
+
+typedef struct candidate {
+  int64_t last;
+  eu_object *o;
+} candidate;
+
+static int by_last(const void *a, const void *b) {
+  const candidate *x = a, *y = b;
+  return x->last < y->last ? -1 : x->last > y->last;
+}
+
+static int store_busy(server *s, eu_object *o, int *index) {
+  int i;
+  *index = -1;
+  for (i = 0; i < s->nstores; i++)
+    if (s->stores[i]->obj == o) {
+      *index = i;
+      return s->stores[i]->syncing || s->stores[i]->dirty;
+    }
+  return 0;
+}
+
+/* Evicts objects idle for --evict-after, then, past --max-resident, the
+ * least recently active down to nine tenths of it. */
+static void evict(server *s, int over_cap) {
+  int n = eu_world_nobjects(s->w), i, k = 0, keep, evicted = 0, nres;
+  int64_t now = wall_ms();
+  candidate *cs;
+  if (n == 0) return;
+  if (!(cs = malloc((size_t)n * sizeof *cs))) return;
+  for (i = 0; i < n; i++) {
+    eu_object *o = eu_world_object_at(s->w, i);
+    int si;
+    if (!eu_object_has_isolate(o) && !eu_object_store_if_open(o)) continue;
+    if (!eu_world_evictable(s->w, o) || store_busy(s, o, &si)) continue;
+    cs[k].last = eu_object_last_active(o);
+    cs[k].o = o;
+    k++;
+  }
+  qsort(cs, (size_t)k, sizeof *cs, by_last);
+  nres = eu_world_nresident(s->w);
+  keep = over_cap ? s->o.max_resident - s->o.max_resident / 10 : nres;
+  for (i = 0; i < k; i++) {
+    int si;
+    if (!(nres - evicted > keep || now - cs[i].last >= s->o.evict_after_ms)) break;
+    store_busy(s, cs[i].o, &si);
+    if (eu_world_evict(s->w, cs[i].o) != EU_OK) continue;
+    if (si >= 0) drop_served(s, si, 1);
+    evicted++;
+  }
+  free(cs);
+}
+
+static void on_sweep(uv_timer_t *t) {
+  server *s = t->data;
+  if (!s->stopping) evict(s, 0);
 }
 
 /* ---- the world on the wall clock -------------------------------------- */
 
 static void on_timer(uv_timer_t *t) {
   pump(t->data);
+}
+
+static void on_idle(uv_idle_t *h) {
+  uv_idle_stop(h);
+  pump(h->data);
+}
+
+/* Pumps once, after libuv has delivered every read of this round (an idle
+ * handle runs before the next poll, and keeps that poll from blocking): the
+ * requests of all connections run, then one sync covers them all. */
+static void request_pump(server *s) {
+  if (!uv_is_closing((uv_handle_t *)&s->idle)) uv_idle_start(&s->idle, on_idle);
 }
 
 static void close_handle_if_open(uv_handle_t *h) {
@@ -659,12 +1019,23 @@ static void catch_up(server *s) {
     fprintf(stderr, "eutaxy serve: %s\n", err);
 }
 
-/* Advances the world to now, sends what is done, and sleeps until the next event. */
+static void begin_stop(server *s) {
+  conn *c;
+  if (s->stopping) return;
+  s->stopping = 1;
+  if (s->listening) close_handle_if_open((uv_handle_t *)&s->listener);
+  for (c = s->conns; c; c = c->next)
+    if (!c->closing) uv_read_stop((uv_stream_t *)&c->tcp);
+}
+
+/* Advances the world to now, syncs, sends what is ready, evicts, and sleeps
+ * until the next event. */
 static void pump(server *s) {
   int64_t next;
   conn *c, *cnext;
   int i;
   catch_up(s);
+  start_sync(s);
   for (c = s->conns; c; c = cnext) {
     cnext = c->next;
     flush_conn(c);
@@ -679,8 +1050,12 @@ static void pump(server *s) {
       i++;
     }
   }
-  if (s->stopping && !s->conns) {
+  if (s->failed) begin_stop(s);
+  if (eu_world_nresident(s->w) > s->o.max_resident) evict(s, 1);
+  if (s->stopping && !s->conns && !s->syncs_in_flight) {
     close_handle_if_open((uv_handle_t *)&s->timer);
+    close_handle_if_open((uv_handle_t *)&s->sweep);
+    close_handle_if_open((uv_handle_t *)&s->idle);
     close_handle_if_open((uv_handle_t *)&s->sigint);
     close_handle_if_open((uv_handle_t *)&s->sigterm);
     return;
@@ -696,12 +1071,8 @@ static void pump(server *s) {
 
 static void on_signal(uv_signal_t *h, int signum) {
   server *s = h->data;
-  conn *c;
-  if (s->stopping) return;
-  s->stopping = 1;
-  if (s->listening) close_handle_if_open((uv_handle_t *)&s->listener);
-  for (c = s->conns; c; c = c->next)
-    if (!c->closing) uv_read_stop((uv_stream_t *)&c->tcp);
+  (void)signum;
+  begin_stop(s);
   pump(s);
 }
 
@@ -726,7 +1097,11 @@ static int start(server *s, char *err, size_t errlen) {
   wo.echo_log = 1;
   wo.store_provider = provide_store;
   wo.store_ud = s;
+  wo.cpu_limit = s->o.cpu_limit;
+  wo.mem_limit = s->o.mem_limit;
   if ((rc = mkdir_p(s->state, err, errlen)) != EU_OK) return rc;
+  if ((s->dirfd = open(s->state, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+    return eu_err(err, errlen, EU_EINVAL, "cannot open %s: %s", s->state, strerror(errno));
   if ((rc = eu_world_new(&s->w, &wo, err, errlen)) != EU_OK) return rc;
   if ((rc = rearm_alarms(s, err, errlen)) != EU_OK) return rc;
 
@@ -745,8 +1120,39 @@ static int start(server *s, char *err, size_t errlen) {
   else snprintf(s->authority, sizeof s->authority, "%s:%d", host, port);
   printf("eutaxy serve: listening on http://%s\n", s->authority);
   fflush(stdout);
+  if (s->o.evict_after_ms > 0) {
+    uint64_t every = (uint64_t)s->o.evict_after_ms / 4;
+    uv_timer_start(&s->sweep, on_sweep, every ? every : 1, every ? every : 1);
+  }
   pump(s);  /* alarms that came due while the server was down */
   return EU_OK;
+}
+
+/* Zero options take their defaults; the connection cap follows the
+ * descriptors the process may have, less what resident objects need (three
+ * per file: the database, its WAL and shared memory, and the WAL again for
+ * syncing). */
+static void fill_defaults(server *s) {
+  struct rlimit rl;
+  long fds = 1024;
+  if (s->o.max_resident <= 0) s->o.max_resident = EU_SERVE_MAX_RESIDENT;
+  if (s->o.evict_after_ms < 0) s->o.evict_after_ms = 0;
+  else if (s->o.evict_after_ms == 0) s->o.evict_after_ms = EU_SERVE_EVICT_AFTER_MS;
+  if (s->o.header_timeout_ms <= 0) s->o.header_timeout_ms = EU_SERVE_HEADER_TIMEOUT_MS;
+  if (s->o.idle_timeout_ms <= 0) s->o.idle_timeout_ms = EU_SERVE_IDLE_TIMEOUT_MS;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    if (rl.rlim_cur < rl.rlim_max) {
+      rl.rlim_cur = rl.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &rl);
+      getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    fds = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1000000 ? 1000000 : (long)rl.rlim_cur;
+  }
+  s->max_conns = s->o.max_connections;
+  if (s->max_conns <= 0) {
+    long n = fds - 4L * s->o.max_resident - 64;
+    s->max_conns = n < 16 ? 16 : n > 10000 ? 10000 : (int)n;
+  }
 }
 
 int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
@@ -763,6 +1169,9 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
     return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   }
   signal(SIGPIPE, SIG_IGN);
+  setenv("UV_THREADPOOL_SIZE", "16", 0);  /* syncs of many files run side by side */
+  s->dirfd = -1;
+  fill_defaults(s);
   if ((rc = uv_loop_init(&s->loop)) != 0) {
     lua_close(s->L);
     free(s);
@@ -770,9 +1179,12 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
   }
   uv_tcp_init(&s->loop, &s->listener);
   uv_timer_init(&s->loop, &s->timer);
+  uv_timer_init(&s->loop, &s->sweep);
+  uv_idle_init(&s->loop, &s->idle);
   uv_signal_init(&s->loop, &s->sigint);
   uv_signal_init(&s->loop, &s->sigterm);
-  s->listener.data = s->timer.data = s->sigint.data = s->sigterm.data = s;
+  s->listener.data = s->timer.data = s->sweep.data = s->idle.data = s;
+  s->sigint.data = s->sigterm.data = s;
   uv_signal_start(&s->sigint, on_signal, SIGINT);
   uv_signal_start(&s->sigterm, on_signal, SIGTERM);
   rc = start(s, err, errlen);
@@ -780,15 +1192,20 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
     s->stopping = 1;
     close_handle_if_open((uv_handle_t *)&s->listener);
     close_handle_if_open((uv_handle_t *)&s->timer);
+    close_handle_if_open((uv_handle_t *)&s->sweep);
+    close_handle_if_open((uv_handle_t *)&s->idle);
     close_handle_if_open((uv_handle_t *)&s->sigint);
     close_handle_if_open((uv_handle_t *)&s->sigterm);
   }
   uv_run(&s->loop, UV_RUN_DEFAULT);
+  if (rc == EU_OK && s->failed)
+    rc = eu_err(err, errlen, EU_ESQL, "stopped: the state could not be made durable (see above)");
   uv_loop_close(&s->loop);
   /* The world never closes a provider's stores: they are closed after it. */
   eu_world_free(s->w);
-  for (i = 0; i < s->nstores; i++) eu_store_close(s->stores[i].store);
+  for (i = 0; i < s->nstores; i++) close_served(s->stores[i]);
   free(s->stores);
+  if (s->dirfd >= 0) close(s->dirfd);
   free(s->orphans);
   lua_close(s->L);
   free(s);
@@ -805,7 +1222,24 @@ static const char *field_str(lua_State *L, const char *k) {
   return v;
 }
 
-/* core.serve{ entry=, projectdir=, libdir=, bindings=, host=, port=, state=, quiet= }:
+static int64_t opt_int(lua_State *L, const char *k, int64_t lo, int64_t hi) {
+  lua_Integer v;
+  lua_getfield(L, 1, k);
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  if (!lua_isinteger(L, -1)) return luaL_error(L, "core.serve: %s must be an integer", k);
+  v = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  if (v < lo || v > hi) return luaL_error(L, "core.serve: %s is out of range", k);
+  return v;
+}
+
+/* core.serve{ entry=, projectdir=, libdir=, bindings=, host=, port=, state=, quiet=,
+ * durability_process=, max_resident=, evict_after_ms=, header_timeout_ms=,
+ * idle_timeout_ms=, max_connections=, cpu_limit=, memory_limit= } (integers; nil for
+ * the defaults):
  * true once the server stopped, or nil and a message if it could not start. */
 static int l_serve(lua_State *L) {
   eu_serve_opts o;
@@ -825,6 +1259,16 @@ static int l_serve(lua_State *L) {
   lua_getfield(L, 1, "quiet");
   o.quiet = lua_toboolean(L, -1);
   lua_pop(L, 2);
+  lua_getfield(L, 1, "durability_process");
+  o.durability_process = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  o.max_resident = (int)opt_int(L, "max_resident", 0, 100000000);
+  o.evict_after_ms = opt_int(L, "evict_after_ms", -1, INT64_MAX / 2);
+  o.header_timeout_ms = opt_int(L, "header_timeout_ms", 0, INT64_MAX / 2);
+  o.idle_timeout_ms = opt_int(L, "idle_timeout_ms", 0, INT64_MAX / 2);
+  o.max_connections = (int)opt_int(L, "max_connections", 0, 100000000);
+  o.cpu_limit = opt_int(L, "cpu_limit", 0, INT64_MAX / 2);
+  o.mem_limit = (size_t)opt_int(L, "memory_limit", 0, INT64_MAX / 2);
   if (!o.entry || !o.libdir) return luaL_error(L, "core.serve: entry and libdir are required");
   if (o.port < 0 || o.port > 65535) return luaL_error(L, "core.serve: port must be within 0..65535");
   lua_getfield(L, 1, "bindings");  /* 2 */

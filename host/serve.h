@@ -10,6 +10,8 @@
 #ifndef EUTAXY_SERVE_H
 #define EUTAXY_SERVE_H
 
+#include <stdint.h>
+#include <stddef.h>
 #include <lua.h>
 
 #include "world.h"
@@ -24,7 +26,20 @@ typedef struct eu_serve_opts {
   int port;                 /* 0: any free port */
   const char *state;        /* NULL: .eutaxy/state; created if missing */
   int quiet;                /* no request log */
+  int durability_process;   /* commits survive the process, not a power loss: no syncs */
+  int max_resident;         /* objects with an isolate or a file open; 0: the default */
+  int64_t evict_after_ms;   /* idle objects are evicted after this; 0: the default, <0: never */
+  int64_t header_timeout_ms;  /* a request must arrive whole within this; 0: the default */
+  int64_t idle_timeout_ms;    /* a connection with nothing asked is closed after this; 0: the default */
+  int max_connections;      /* 0: from the descriptor limit */
+  int64_t cpu_limit;        /* VM instructions per turn; 0: the world's default */
+  size_t mem_limit;         /* bytes per isolate; 0: the default */
 } eu_serve_opts;
+
+#define EU_SERVE_MAX_RESIDENT 1000
+#define EU_SERVE_EVICT_AFTER_MS 60000
+#define EU_SERVE_HEADER_TIMEOUT_MS 10000
+#define EU_SERVE_IDLE_TIMEOUT_MS 60000
 
 /* Runs until SIGINT or SIGTERM, then finishes the requests in flight, closes
  * every database and returns 0; or returns a negative EU_E* code with a

@@ -49,15 +49,30 @@ help.commands = {
   },
   {
     name = "serve",
-    synopsis = "WRANGLER.jsonc [--port N] [--host H] [--state DIR] [--quiet]",
+    synopsis = "WRANGLER.jsonc [options]",
     summary = "serve a wrangler.jsonc's worker and objects over HTTP",
     description = "Runs the worker and its objects as a local HTTP/1.1 server on the wall clock, one SQLite "
-      .. "file per object under --state, alarms re-armed at start-up. SIGINT or SIGTERM finish the requests "
-      .. "in flight and close every database.",
+      .. "file per object under --state, alarms re-armed at start-up. An answer leaves only once the writes "
+      .. "it follows are durable; the writes of concurrent requests share one sync per file. Idle objects "
+      .. "are evicted and come back on their next call. SIGINT or SIGTERM finish the requests in flight and "
+      .. "close every database.",
     options = {
       { "--port N", "port to listen on (default 8787; 0 takes any free port)" },
       { "--host H", "address to listen on (default 127.0.0.1)" },
       { "--state DIR", "where each object's SQLite file lives (default .eutaxy/state)" },
+      { "--durability MODE", "full (default): an answer leaves once the writes it follows are fsynced; "
+          .. "process: they survive a crash of the server but not a power loss (faster)" },
+      { "--max-resident N", "objects kept loaded at once (default 1000); beyond it the least recently "
+          .. "active are evicted" },
+      { "--evict-after SECONDS", "evict an object idle this long (default 60; 0: never)" },
+      { "--header-timeout SECONDS", "a request must arrive whole within this (default 10), else 408 and "
+          .. "the connection is closed" },
+      { "--idle-timeout SECONDS", "close a connection with nothing asked after this (default 60)" },
+      { "--max-connections N", "connections served at once; more wait in the backlog (default: from the "
+          .. "file descriptor limit)" },
+      { "--cpu-limit N", "VM instructions per turn before an invocation is stopped (default 200000000): "
+          .. "a runaway fetch answers 500" },
+      { "--memory-limit MB", "memory of each object's and the worker's Lua state (default 128)" },
       { "--quiet", "no request log on stderr" },
       { "-h, --help", "this text" },
     },

@@ -20,29 +20,101 @@ local function dirname(path)
   return path:match("^(.*)/[^/]*$") or "."
 end
 
+local function integer(flag, v, lo, hi)
+  local n = tonumber(v)
+  if math_type(n) ~= "integer" or n < lo or n > hi then
+    return nil, flag .. " must be an integer within " .. lo .. ".." .. hi .. ", got " .. v
+  end
+  return n
+end
+
+local function seconds(flag, v, allow_zero)
+  local n = tonumber(v)
+  if n == nil or n ~= n or n < 0 or n > 1e9 or (n == 0 and not allow_zero) then
+    return nil, flag .. " must be a number of seconds" .. (allow_zero and "" or " above 0")
+      .. ", got " .. v
+  end
+  return n
+end
+
+local function millis(n)
+  return math.max(1, math.floor(n * 1000))
+end
+
+-- Each option taking a value: how it is read into opts; a message if it is wrong.
+local valued = {
+  ["--port"] = function(opts, v)
+    local n, err = integer("--port", v, 0, 65535)
+    opts.port = n
+    return err
+  end,
+  ["--host"] = function(opts, v) opts.host = v end,
+  ["--state"] = function(opts, v) opts.state = v end,
+  ["--durability"] = function(opts, v)
+    if v ~= "full" and v ~= "process" then
+      return "--durability must be full or process, got " .. v
+    end
+    opts.durability = v
+  end,
+  ["--max-resident"] = function(opts, v)
+    local n, err = integer("--max-resident", v, 1, 100000000)
+    opts.max_resident = n
+    return err
+  end,
+  ["--evict-after"] = function(opts, v)
+    local n, err = seconds("--evict-after", v, true)
+    if n then opts.evict_after_ms = n == 0 and -1 or millis(n) end
+    return err
+  end,
+  ["--header-timeout"] = function(opts, v)
+    local n, err = seconds("--header-timeout", v)
+    if n then opts.header_timeout_ms = millis(n) end
+    return err
+  end,
+  ["--idle-timeout"] = function(opts, v)
+    local n, err = seconds("--idle-timeout", v)
+    if n then opts.idle_timeout_ms = millis(n) end
+    return err
+  end,
+  ["--max-connections"] = function(opts, v)
+    local n, err = integer("--max-connections", v, 1, 100000000)
+    opts.max_connections = n
+    return err
+  end,
+  ["--cpu-limit"] = function(opts, v)
+    local n, err = integer("--cpu-limit", v, 1000, 1 << 50)
+    opts.cpu_limit = n
+    return err
+  end,
+  ["--memory-limit"] = function(opts, v)
+    local n, err = integer("--memory-limit", v, 1, 1 << 20)
+    if n then opts.memory_limit = n * 1024 * 1024 end
+    return err
+  end,
+}
+
 --- Parses argv; returns the options, or nil and a message.
 ---@param argv string[]
 ---@return table|nil, string|nil
 function serve.parse(argv)
-  local opts = { port = 8787, host = "127.0.0.1", state = ".eutaxy/state", quiet = false }
+  local opts = { port = 8787, host = "127.0.0.1", state = ".eutaxy/state", quiet = false,
+                 durability = "full" }
   local i = 1
   while i <= #argv do
     local a = argv[i]
-    if a == "--quiet" then
+    local key, inline = a:match("^(%-%-[%w-]+)=(.*)$")
+    if key and valued[key] then a = key end
+    if a == "--quiet" and inline == nil then
       opts.quiet = true
-    elseif a == "--port" or a == "--host" or a == "--state" then
-      local v = argv[i + 1]
-      if v == nil then return nil, a .. " needs a value" end
-      if a == "--port" then
-        local n = tonumber(v)
-        if math_type(n) ~= "integer" or n < 0 or n > 65535 then
-          return nil, "--port must be an integer within 0..65535, got " .. v
-        end
-        opts.port = n
-      else
-        opts[a:sub(3)] = v
+    elseif valued[a] then
+      local v = inline
+      if v == nil then
+        v = argv[i + 1]
+        if v == nil then return nil, a .. " needs a value" end
+        i = i + 1
       end
-      i = i + 1
+      local err = valued[a](opts, v)
+      if err then return nil, err end
     elseif a:sub(1, 1) == "-" then
       return nil, "unknown option " .. a
     elseif opts.config == nil then
@@ -77,7 +149,11 @@ function serve.main(argv)
   local started, msg = core.serve {
     entry = cfg.main, projectdir = dirname(cfg.main), libdir = config.libdir(),
     bindings = cfg.bindings, host = opts.host, port = opts.port, state = opts.state,
-    quiet = opts.quiet,
+    quiet = opts.quiet, durability_process = opts.durability == "process",
+    max_resident = opts.max_resident, evict_after_ms = opts.evict_after_ms,
+    header_timeout_ms = opts.header_timeout_ms, idle_timeout_ms = opts.idle_timeout_ms,
+    max_connections = opts.max_connections, cpu_limit = opts.cpu_limit,
+    memory_limit = opts.memory_limit,
   }
   if not started then
     io_stderr:write("eutaxy serve: ", msg, "\n")
