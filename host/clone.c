@@ -21,9 +21,10 @@
  *   0x06 table     varint count of pairs, then key, value, key, value, ...
  *                  keys strictly increasing in eu_keycmp order
  *
- * A varint is unsigned LEB128, at most 10 bytes. Keys are booleans, numbers
- * or strings; a value in a table is never nil; a float key never holds an
- * integral value that fits an integer (Lua stores such keys as integers).
+ * A varint is unsigned LEB128 in its shortest form (no redundant last byte
+ * of zero), at most 10 bytes. Keys are booleans, numbers or strings; a
+ * value in a table is never nil; a float key never holds an integral value
+ * that fits an integer (Lua stores such keys as integers).
  * So the encoding is canonical: one value, one byte string, in any process.
  * The decoder checks every one of these rules and trusts no length.
  *
@@ -465,6 +466,7 @@ static int rd_u(rd *r, uint64_t *v) {
     if (r->p >= r->end) return corrupt(r, "truncated varint");
     c = *r->p;
     if (shift == 63 && (c & 0xfe)) return corrupt(r, "varint longer than 64 bits");
+    if (shift > 0 && c == 0) return corrupt(r, "varint with a redundant byte");  /* one value, one encoding */
     r->p++;
     x |= (uint64_t)(c & 0x7f) << shift;
     if (!(c & 0x80)) break;

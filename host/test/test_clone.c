@@ -343,6 +343,8 @@ static void test_decode_refuses_non_canonical_bytes(void) {
   /* 2 values announced, 1 present; and trailing bytes */
   static const char missing[] = { 2, 0 };
   static const char trailing[] = { 1, 0, 0 };
+  /* the integer 1 with its varint one byte longer than it needs */
+  static const char overlong[] = { 1, 3, (char)0x82, 0 };
   ASSERT_EQ(eu_clone_decode(L, unordered, sizeof unordered, &n, err, sizeof err), EU_ECORRUPT);
   ASSERT_CONTAINS(err, "out of order");
   ASSERT_EQ(eu_clone_decode(L, intfloat, sizeof intfloat, &n, err, sizeof err), EU_ECORRUPT);
@@ -350,6 +352,8 @@ static void test_decode_refuses_non_canonical_bytes(void) {
   ASSERT_EQ(eu_clone_decode(L, missing, sizeof missing, &n, err, sizeof err), EU_ECORRUPT);
   ASSERT_EQ(eu_clone_decode(L, trailing, sizeof trailing, &n, err, sizeof err), EU_ECORRUPT);
   ASSERT_CONTAINS(err, "trailing");
+  ASSERT_EQ(eu_clone_decode(L, overlong, sizeof overlong, &n, err, sizeof err), EU_ECORRUPT);
+  ASSERT_CONTAINS(err, "redundant");
   ASSERT_EQ(lua_gettop(L), 0);
   lua_close(L);
 }
