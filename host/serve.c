@@ -147,6 +147,7 @@ struct server {
   uint64_t sync_target;     /* what the sync in flight makes durable */
   int syncs_in_flight;
   int64_t last_emfile;
+  char rbuf[64 * 1024];
 };
 
 static void pump(server *s);
@@ -846,10 +847,13 @@ static void arm_timer(conn *c) {
   uv_timer_start(&c->timer, on_conn_timer, deadline > now ? deadline - now : 0, 0);
 }
 
+/* One buffer serves every read: libuv hands it to on_read right after
+ * asking for it, and the http layer copies what it keeps. */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  (void)h;
-  buf->base = malloc(suggested);
-  buf->len = buf->base ? suggested : 0;
+  server *s = ((conn *)h->data)->srv;
+  (void)suggested;
+  buf->base = s->rbuf;
+  buf->len = sizeof s->rbuf;
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
@@ -876,11 +880,9 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     c->eof = 1;
     uv_read_stop(stream);
   } else if (nread < 0) {
-    free(buf->base);
     close_conn(c);
     return;
   }
-  free(buf->base);
   request_pump(s);
 }
 

@@ -25,8 +25,9 @@ describe("eutaxy serve, durability", function()
   end)
 
   after_each(function()
-    h.stop_all()
+    local report = h.stop_all()
     h.cleanup(state)
+    assert.is_nil(report)
   end)
 
   it("keeps every acknowledged write through a kill -9 in a stream of writes, and no half of one", function()

@@ -23,8 +23,9 @@ describe("eutaxy serve, limits", function()
   end)
 
   after_each(function()
-    h.stop_all()
+    local report = h.stop_all()
     h.cleanup(state)
+    assert.is_nil(report)
   end)
 
   it("answers 408 and closes when a request does not arrive within --header-timeout", function()

@@ -1,74 +1,22 @@
 -- `eutaxy serve` as a real server: started on a free loopback port with its
 -- own state directory, talked to with curl, stopped with SIGTERM.
 
-local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
-local config = "spec/fixtures/serve/wrangler.jsonc"
-
-local function sh(cmd)
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  p:close()
-  return out
-end
-
-local function have_curl()
-  return sh("command -v curl"):find("curl") ~= nil
-end
-
--- Every server started, so after_each stops even one whose start failed half-way.
-local started = {}
-
--- A running server: its pid, port and the pipe of the shell that waits for it.
--- The shell's pid line and the server's listening line share the pipe and
--- may come in either order.
-local function start(state)
-  local cmd = ("sh -c '%s serve %s --port 0 --state %s --quiet 2>>%s.log & echo $!; wait $!'")
-    :format(bin, config, state, state)
-  local server = { pipe = assert(io.popen(cmd)) }
-  started[#started + 1] = server
-  for _ = 1, 2 do
-    local line = server.pipe:read("l")
-    assert(line, "the server printed no listening line; see " .. state .. ".log")
-    if line:find("^%d+$") then
-      server.pid = line
-    else
-      server.port = line:match("^eutaxy serve: listening on http://127%.0%.0%.1:(%d+)$")
-      assert(server.port, "unexpected line: " .. line)
-    end
-  end
-  return server
-end
-
--- SIGTERM (or sig), then the server's exit code (the shell's `wait` hands it over).
-local function stop(server, sig)
-  if not server or not server.pipe then return nil end
-  if server.pid then os.execute("kill -" .. (sig or "TERM") .. " " .. server.pid .. " 2>/dev/null") end
-  local _, _, code = server.pipe:close()
-  server.pipe = nil
-  return code
-end
-
--- One short curl: status (a number) and body.
-local function request(server, method, path)
-  local out = sh(("curl -s --max-time 5 -o - -w '\\n%%{http_code}' -X %s http://127.0.0.1:%s%s")
-    :format(method, server.port, path))
-  local body, status = out:match("^(.*)\n(%d+)$")
-  return tonumber(status), body
-end
+local h = dofile("spec/fixtures/serve/harness.lua")
+local sh, start, stop, request = h.sh, h.start, h.stop, h.request
 
 describe("eutaxy serve", function()
   local state, server
 
   before_each(function()
-    if not have_curl() then pending("curl is not installed (the .ci/packages list has it)") end
-    state = sh("mktemp -d"):gsub("%s+$", "")
+    if not h.have("curl") then pending("curl is not installed (the .ci/packages list has it)") end
+    state = h.tempdir()
   end)
 
   after_each(function()
-    for _, s in ipairs(started) do stop(s) end
-    started = {}
+    local report = h.stop_all()
     server = nil
-    if state then os.execute("rm -rf " .. state .. " " .. state .. ".log") end
+    h.cleanup(state)
+    assert.is_nil(report)
   end)
 
   it("counts POSTs in an object and keeps the count across a clean restart", function()
