@@ -571,27 +571,59 @@ static void push_answers(lua_State *L, xctx *x, const eu_drive_answer *answers, 
   }
 }
 
+typedef struct run_args {
+  xctx *x;
+  eu_world *w;
+  const eu_drive_answer *answers;
+  uint64_t events;
+  int settled;
+} run_args;
+
+/* push_run(args): the run table check(run) gets. It is built under
+ * lua_pcall: the search calls evaluate between C frames that own the world
+ * and the answers, and a failed allocation raising past them would leak
+ * them. (The world it holds is borrowed: a table left behind frees nothing.) */
+static int push_run(lua_State *L) {
+  run_args *a = lua_touserdata(L, 1);
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 6);
+  eu_lworld_push(L, a->w, 1);
+  lua_setfield(L, -2, "world");
+  push_answers(L, a->x, a->answers, a->events);
+  lua_setfield(L, -2, "answers");
+  if (eu_world_uncaught(a->w)) {
+    lua_pushstring(L, eu_world_uncaught(a->w));
+    lua_setfield(L, -2, "uncaught");
+  }
+  lua_pushboolean(L, a->settled);
+  lua_setfield(L, -2, "settled");
+  lua_pushboolean(L, eu_world_capped(a->w));
+  lua_setfield(L, -2, "capped");
+  return 1;
+}
+
 /* Calls check(run); returns 1 violated, 0 held, <0 if check raised. */
 static int evaluate(xctx *x, eu_world *w, const eu_drive_answer *answers, uint64_t events,
                     int settled, char *err, size_t errlen) {
   lua_State *L = x->L;
   int top = lua_gettop(L), v = 0;
-  lua_pushvalue(L, x->check_idx);
-  lua_createtable(L, 0, 6);
-  eu_lworld_push(L, w, 1);
-  lua_setfield(L, -2, "world");
-  push_answers(L, x, answers, events);
-  lua_setfield(L, -2, "answers");
-  if (eu_world_uncaught(w)) {
-    lua_pushstring(L, eu_world_uncaught(w));
-    lua_setfield(L, -2, "uncaught");
+  run_args a;
+  a.x = x;
+  a.w = w;
+  a.answers = answers;
+  a.events = events;
+  a.settled = settled;
+  lua_pushcfunction(L, push_run);
+  lua_pushlightuserdata(L, &a);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    eu_err(err, errlen, EU_ENOMEM, "out of memory before the check: %s",
+           lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+    lua_settop(L, top);
+    return EU_ENOMEM;
   }
-  lua_pushboolean(L, settled);
-  lua_setfield(L, -2, "settled");
-  lua_pushboolean(L, eu_world_capped(w));
-  lua_setfield(L, -2, "capped");
-  lua_pushvalue(L, -1);  /* the run table, to release its world after the call */
-  lua_insert(L, top + 1);
+  /* the run table stays at top + 1, to release its world after the call */
+  lua_pushvalue(L, x->check_idx);
+  lua_pushvalue(L, top + 1);
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
     eu_err(err, errlen, EU_ELUA, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "the check raised");
     lua_getfield(L, top + 1, "world");

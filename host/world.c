@@ -901,6 +901,16 @@ static void push_where(lua_State *L, lua_State *co) {
   lua_pushliteral(L, "");
 }
 
+/* memory_message(co, mib): the message of a memory error raised in co. */
+static int memory_message(lua_State *L) {
+  lua_State *co = lua_touserdata(L, 1);
+  lua_Integer mib = lua_tointeger(L, 2);
+  push_where(L, co);
+  lua_pushfstring(L, "memory limit exceeded: the isolate may use %I MiB", mib);
+  lua_concat(L, 2);
+  return 1;
+}
+
 /* traceback_of(co, msg): co's traceback under msg, or nil when msg is not a string. */
 static int traceback_of(lua_State *L) {
   lua_State *co = lua_touserdata(L, 1);
@@ -924,12 +934,13 @@ static void fail(eu_world *w, eu_task *t, lua_State *co) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, o->wire_error_ref);
   lua_xmove(co, L, 1);  /* the error value */
   if (lua_status(co) == LUA_ERRMEM) {
-    /* Lua's own "not enough memory" says neither where nor which limit. */
-    lua_pop(L, 1);
-    push_where(L, co);
-    lua_pushfstring(L, "memory limit exceeded: the isolate may use %I MiB",
-                    (lua_Integer)(eu_isolate_mem_limit(o->iso) >> 20));
-    lua_concat(L, 2);
+    /* Lua's own "not enough memory" says neither where nor which limit;
+     * the better message needs memory, and stays Lua's when there is none. */
+    lua_pushcfunction(L, memory_message);
+    lua_pushlightuserdata(L, co);
+    lua_pushinteger(L, (lua_Integer)(eu_isolate_mem_limit(o->iso) >> 20));
+    if (lua_pcall(L, 2, 1, 0) == LUA_OK) lua_replace(L, -2);
+    else lua_pop(L, 1);
   }
   lua_pushcfunction(L, traceback_of);
   lua_pushlightuserdata(L, co);
@@ -1072,6 +1083,90 @@ static int busy(eu_world *w, eu_object *o) {
   return 0;
 }
 
+/* Building a task's arguments allocates in its isolate, between turns,
+ * outside any Lua call: a failed allocation there would abort the process.
+ * So it runs as a C function under lua_pcall on the isolate's main thread,
+ * which then hands the values to the task's coroutine. */
+typedef struct decode_job {
+  eu_task *t;
+  const char *data;
+  size_t len;
+  int n, rc;
+  char *err;
+  size_t errlen;
+} decode_job;
+
+/* A new coroutine for the task, with dispatch, the kind of the task and its
+ * arguments (the alarm's info, or data decoded) on it; j->n arguments. */
+static int push_task(lua_State *L) {
+  decode_job *j = lua_touserdata(L, 1);
+  eu_task *t = j->t;
+  lua_State *co;
+  int ref;
+  lua_settop(L, 0);
+  co = lua_newthread(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, t->obj->dispatch_ref);
+  lua_pushstring(L, kind_name(t->kind));
+  j->n = 0;
+  if (t->kind == EU_TASK_ALARM) {
+    lua_createtable(L, 0, 2);
+    lua_pushinteger(L, t->alarm_retry);
+    lua_setfield(L, -2, "retryCount");
+    lua_pushboolean(L, t->alarm_retry > 0);
+    lua_setfield(L, -2, "isRetry");
+    j->n = 1;
+  } else if (j->data) {
+    j->rc = eu_clone_decode(L, j->data, j->len, &j->n, j->err, j->errlen);
+    if (j->rc != EU_OK) return 0;
+  }
+  if (!lua_checkstack(co, j->n + 2)) return luaL_error(L, "not enough memory");
+  lua_xmove(L, co, j->n + 2);
+  ref = luaL_ref(L, LUA_REGISTRYINDEX);  /* the thread, left alone at 1 */
+  t->co = co;
+  t->coref = ref;
+  return 0;
+}
+
+/* The values of a suspended task's resumption, on its coroutine; j->n of
+ * them. Data that does not decode resumes it with false and the message. */
+static int push_resume(lua_State *L) {
+  decode_job *j = lua_touserdata(L, 1);
+  lua_settop(L, 0);
+  if (eu_clone_decode(L, j->data, j->len, &j->n, j->err, j->errlen) != EU_OK) {
+    lua_settop(L, 0);
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, j->err);
+    j->n = 2;
+  }
+  if (!lua_checkstack(j->t->co, j->n)) return luaL_error(L, "not enough memory");
+  lua_xmove(L, j->t->co, j->n);
+  return 0;
+}
+
+/* Runs push (push_task or push_resume) under lua_pcall on L. EU_OK with
+ * *n values, a decoding error, or EU_ENOMEM when Lua raised (the only
+ * thing it can raise there), each with err set. */
+static int protected_decode(lua_State *L, lua_CFunction push, eu_task *t, const char *data,
+                            size_t len, int *n, char *err, size_t errlen) {
+  decode_job j;
+  j.t = t;
+  j.data = data;
+  j.len = len;
+  j.n = 0;
+  j.rc = EU_OK;
+  j.err = err;
+  j.errlen = errlen;
+  lua_pushcfunction(L, push);
+  lua_pushlightuserdata(L, &j);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+    j.rc = eu_err(err, errlen, EU_ENOMEM, "out of memory starting or resuming %s: %s",
+                  t->label, lua_tostring(L, -1) ? lua_tostring(L, -1) : "not enough memory");
+    lua_pop(L, 1);
+  }
+  *n = j.n;
+  return j.rc;
+}
+
 static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
   eu_object *o = t->obj;
   lua_State *L;
@@ -1107,29 +1202,18 @@ static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
     return;
   }
   L = eu_isolate_L(o->iso);
-  t->co = lua_newthread(L);
-  t->coref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_rawgeti(t->co, LUA_REGISTRYINDEX, o->dispatch_ref);
-  lua_pushstring(t->co, kind_name(t->kind));
+  rc = protected_decode(L, push_task, t, data, len, &n, err, sizeof err);
+  if (rc != EU_OK) {
+    trace(w, "%s  %s", t->label, err);
+    answer_error(w, t, "Error", err, 0, rc == EU_ENOMEM);
+    finish(w, t, 0, NULL, 0);
+    return;
+  }
   if (t->kind == EU_TASK_ALARM) {
-    lua_createtable(t->co, 0, 2);
-    lua_pushinteger(t->co, t->alarm_retry);
-    lua_setfield(t->co, -2, "retryCount");
-    lua_pushboolean(t->co, t->alarm_retry > 0);
-    lua_setfield(t->co, -2, "isRetry");
-    n = 1;
     /* getAlarm() is nil while the handler runs, unless it sets a new one. */
     if (eu_store_touch(o->store) == EU_OK) {
       eu_store_delete_alarm(o->store);
       eu_store_clear_alarm_dirty(o->store);
-    }
-  } else if (data) {
-    rc = eu_clone_decode(t->co, data, len, &n, err, sizeof err);
-    if (rc != EU_OK) {
-      lua_settop(t->co, 0);
-      answer_error(w, t, "Error", err, 0, 0);
-      finish(w, t, 0, NULL, 0);
-      return;
     }
   }
   run_turn(w, t, n + 1);
@@ -1139,11 +1223,13 @@ static void resume_task(eu_world *w, eu_task *t, const char *data, size_t len) {
   int n = 0;
   char err[EU_ERRLEN];
   t->waiting = EU_WAIT_NONE;
-  if (eu_clone_decode(t->co, data, len, &n, err, sizeof err) != EU_OK) {
-    lua_settop(t->co, 0);
-    lua_pushboolean(t->co, 0);
-    lua_pushstring(t->co, err);
-    n = 2;
+  if (protected_decode(eu_isolate_L(t->obj->iso), push_resume, t, data, len, &n, err,
+                       sizeof err) != EU_OK) {
+    /* Not even the error can be handed over: the invocation cannot go on. */
+    trace(w, "%s  %s", t->label, err);
+    answer_error(w, t, "Error", err, 0, 1);
+    finish(w, t, 0, NULL, 0);
+    return;
   }
   run_turn(w, t, n);
 }

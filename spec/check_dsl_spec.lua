@@ -193,6 +193,10 @@ describe("http", function()
       raised_here(function() sim.http({ { path = "/", method = "POST", body = { a = 1 } } }) end))
     assert.are.equal("http: requests[1] has a body, which a GET request cannot have",
       raised_here(function() sim.http({ { path = "/", body = "x" } }) end))
+    assert.are.equal('http: requests[1]: Headers:append: invalid header name "bad name"',
+      raised_here(function() sim.http({ { path = "/", headers = { ["bad name"] = "v" } } }) end))
+    assert.are.equal("http: requests[1]: Headers:append: the value of header x contains a line break or NUL",
+      raised_here(function() sim.http({ { path = "/", headers = { x = "a\r\nb: c" } } }) end))
   end)
 
   it("refuses retries that are not a non-negative integer, and unknown options", function()

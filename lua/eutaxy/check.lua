@@ -30,6 +30,7 @@ local table_concat, table_sort = table.concat, table.sort
 
 ---@class eutaxy.check
 local limits = require "eutaxy.limits"
+local http = require "eutaxy.http"
 
 local sim = {}
 
@@ -546,6 +547,11 @@ local function check_request(site, r, i)
       raise(site, "%s has a body, which a %s request cannot have", at, method)
     end
   end
+  -- The checker makes the request with http.Request.new before the first
+  -- run; what that refuses (a header name that is not a token, a line break
+  -- in a value) is refused here, where the site is known.
+  local ok, err = pcall(http.Request.new, r.path, { method = method, headers = headers, body = r.body })
+  if not ok then raise(site, "%s: %s", at, tostring(err)) end
   return { path = r.path, method = method, headers = headers, body = r.body }
 end
 
