@@ -146,7 +146,7 @@ wrk_workload() {
 
 # touch SERVER: TOUCH fresh objects, one request each, 32 at a time.
 touch_test() {
-  local server=$1 dir="$work/$1-touch" t0 t1 ok codes
+  local server=$1 dir="$work/$1-touch" t0 t1 ok sent codes
   start "$server" "$dir"
   t0=$(date +%s%N)
   timeout "$TOUCH_LIMIT" curl -s --parallel --parallel-max "$CONNECTIONS" --max-time 60 \
@@ -158,9 +158,10 @@ touch_test() {
   peak=$(mem VmHWM)
   stop
   ok=$(grep -c '^2' "$dir/codes" || true)
+  sent=$(wc -l < "$dir/codes")
   codes=$(sort "$dir/codes" | uniq -c | awk '{ printf "%s%s x %s", sep, $2, $1; sep = ", " }')
   logs=$(log_lines "$server" "$dir")
-  touch_lines+=("- touch $server: $ok of $TOUCH served 2xx, $((TOUCH - ok)) failed (answers: ${codes:-none}), $(( (t1 - t0) / 1000000 )) ms, RSS after $rss, peak $peak, $logs stderr lines")
+  touch_lines+=("- touch $server: $ok of $TOUCH served 2xx, $((sent - ok)) failed (answers: ${codes:-none}), $((TOUCH - sent)) cut off by the ${TOUCH_LIMIT} s limit, $(( (t1 - t0) / 1000000 )) ms, RSS after $rss, peak $peak, $logs stderr lines")
   [ "$logs" = 0 ] || { echo "== $server touch: first lines of its stderr"; head -5 "$dir/err"; } >&2
 }
 
