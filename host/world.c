@@ -579,27 +579,27 @@ static int traceback(lua_State *L) {
 }
 
 /* Builds the object's isolate and its instance, through runtime.boot. */
-static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
-  eu_isolate_opts io;
-  lua_State *L;
-  int i, rc;
-  memset(&io, 0, sizeof io);
-  io.libdir = w->libdir;
-  io.projectdir = w->projectdir;
-  io.mem_limit = w->o.mem_limit;
-  io.hooks = &w->hooks;
-  io.open_core = eu_world_open_core;
-  io.log = log_print;
-  io.ud = o;
-  if ((rc = eu_isolate_new(&o->iso, &io, err, errlen)) != EU_OK) return rc;
-  L = eu_isolate_L(o->iso);
-  lua_pushcfunction(L, traceback);
+/* construct's steps in the new isolate run under lua_pcall: each of them
+ * allocates, and a failed allocation must fail the construction, not abort
+ * the process. push_boot(args) requires the runtime, keeps its wire_error
+ * and returns boot with its six arguments. */
+typedef struct boot_args {
+  eu_world *w;
+  eu_object *o;
+} boot_args;
+
+static int push_boot(lua_State *L) {
+  boot_args *a = lua_touserdata(L, 1);
+  eu_world *w = a->w;
+  eu_object *o = a->o;
+  int i;
+  lua_settop(L, 0);
   lua_getglobal(L, "require");
   lua_pushliteral(L, "eutaxy.runtime");
-  if (lua_pcall(L, 1, 1, 1) != LUA_OK) goto fail;
-  lua_getfield(L, -1, "wire_error");
+  lua_call(L, 1, 1);
+  lua_getfield(L, 1, "wire_error");
   o->wire_error_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_getfield(L, -1, "boot");
+  lua_getfield(L, 1, "boot");
   lua_pushstring(L, o->ns < 0 ? "worker" : "object");
   lua_pushstring(L, w->entry);
   lua_createtable(L, w->nbindings, 0);
@@ -621,12 +621,47 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
     lua_pushnil(L);
     lua_pushnil(L);
   }
+  return 7;
+}
+
+/* keep_ref(value, &ref): a registry reference to value in *ref. */
+static int keep_ref(lua_State *L) {
+  int *ref = lua_touserdata(L, 2);
+  lua_settop(L, 1);
+  *ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  return 0;
+}
+
+static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
+  eu_isolate_opts io;
+  boot_args a;
+  lua_State *L;
+  int rc;
+  memset(&io, 0, sizeof io);
+  io.libdir = w->libdir;
+  io.projectdir = w->projectdir;
+  io.mem_limit = w->o.mem_limit;
+  io.hooks = &w->hooks;
+  io.open_core = eu_world_open_core;
+  io.log = log_print;
+  io.ud = o;
+  if ((rc = eu_isolate_new(&o->iso, &io, err, errlen)) != EU_OK) return rc;
+  L = eu_isolate_L(o->iso);
+  a.w = w;
+  a.o = o;
+  lua_pushcfunction(L, traceback);
+  lua_pushcfunction(L, push_boot);
+  lua_pushlightuserdata(L, &a);
+  if ((rc = lua_pcall(L, 1, 7, 1)) != LUA_OK) goto fail;
   /* Loading the module and the constructor are user code: the same limit as a turn. */
   eu_isolate_arm(L, w->o.cpu_limit);
   rc = lua_pcall(L, 6, 1, 1);
   eu_isolate_arm(L, 0);
   if (rc != LUA_OK) goto fail;
-  o->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pushcfunction(L, keep_ref);
+  lua_insert(L, -2);
+  lua_pushlightuserdata(L, &o->dispatch_ref);
+  if ((rc = lua_pcall(L, 2, 0, 0)) != LUA_OK) goto fail;
   lua_settop(L, 0);
   note_resident(w, o);
   lua_gc(L, LUA_GCRESTART);
@@ -954,7 +989,8 @@ static void fail(eu_world *w, eu_task *t, lua_State *co) {
   if (rc != LUA_OK) {
     lua_settop(L, 0);
     eu_isolate_reserve(o->iso, 0);
-    answer_error(w, t, "Error", "an error value that could not be reported", 1, 0);
+    answer_error(w, t, "Error", rc == LUA_ERRMEM ? "an error value that could not be reported: "
+                 "out of memory" : "an error value that could not be reported", 1, 0);
     trace(w, "%s  raised an error that could not be reported", t->label);
     finish(w, t, 0, NULL, 0);
     return;
