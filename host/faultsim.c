@@ -36,6 +36,11 @@ static int strike(uint64_t count) {
   return 0;
 }
 
+static uint64_t ooms;
+
+void eu_faultsim_note_oom(void) { ooms++; }
+uint64_t eu_faultsim_ooms(void) { return ooms; }
+
 int eu_faultsim_alloc_slow(void) {
   fs.allocs++;
   return fs.kind == FS_ALLOC && strike(fs.allocs);
@@ -75,12 +80,18 @@ void eu_faultsim_wrap_lua(lua_State *L) {
 static sqlite3_mem_methods sqlite_orig;
 
 static void *sq_malloc(int n) {
-  if (eu_faultsim_alloc()) return NULL;
+  if (eu_faultsim_alloc()) {
+    ooms++;
+    return NULL;
+  }
   return sqlite_orig.xMalloc(n);
 }
 
 static void *sq_realloc(void *p, int n) {
-  if (eu_faultsim_alloc()) return NULL;
+  if (eu_faultsim_alloc()) {
+    ooms++;
+    return NULL;
+  }
   return sqlite_orig.xRealloc(p, n);
 }
 

@@ -50,6 +50,7 @@
 #define EUTAXY_FAULTSIM_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <lua.h>
 
 /* Nonzero while a mode is on; read by the inline test below. */
@@ -65,6 +66,13 @@ int eu_faultsim_alloc_slow(void);
 static inline int eu_faultsim_alloc(void) {
   return eu_faultsim_active ? eu_faultsim_alloc_slow() : 0;
 }
+
+/* Every allocation the host could not make, simulated or real: an
+ * isolate's (not its memory limit, which is the user's), SQLite's
+ * (SQLITE_NOMEM). The checker voids a run in which one failed: its verdict
+ * would be about the machine, not the scenario. Counted with the mode off. */
+void eu_faultsim_note_oom(void);
+uint64_t eu_faultsim_ooms(void);
 
 /* Puts the counting allocator in front of L's (for states that do not use
  * the isolate's allocator, such as main's). Does nothing when off. */

@@ -75,9 +75,16 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     iso->mem -= old;
     return NULL;
   }
-  if (nsize > old && (iso->mem - old + nsize > iso->mem_limit + iso->reserve || eu_faultsim_alloc())) return NULL;
+  if (nsize > old) {
+    if (iso->mem - old + nsize > iso->mem_limit + iso->reserve) return NULL;  /* the user's limit */
+    if (eu_faultsim_alloc()) {
+      eu_faultsim_note_oom();
+      return NULL;
+    }
+  }
   p = realloc(ptr, nsize);
   if (p) iso->mem = iso->mem - old + nsize;
+  else eu_faultsim_note_oom();  /* the machine's */
   return p;
 }
 
@@ -126,7 +133,13 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     iso->mem -= old;
     return NULL;
   }
-  if (nsize > old && (iso->mem - old + nsize > iso->mem_limit + iso->reserve || eu_faultsim_alloc())) return NULL;
+  if (nsize > old) {
+    if (iso->mem - old + nsize > iso->mem_limit + iso->reserve) return NULL;  /* the user's limit */
+    if (eu_faultsim_alloc()) {
+      eu_faultsim_note_oom();
+      return NULL;
+    }
+  }
   if (ptr && old > EU_SMALL && nsize > EU_SMALL) {
     p = realloc(ptr, nsize);
   } else if (ptr && old <= EU_SMALL && nsize <= EU_SMALL && size_class(old) == size_class(nsize)) {
@@ -140,6 +153,7 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     }
   }
   if (p) iso->mem = iso->mem - old + nsize;
+  else eu_faultsim_note_oom();  /* the machine's */
   return p;
 }
 

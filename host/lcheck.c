@@ -26,6 +26,7 @@
 #include "eutaxy.h"
 #include "explore.h"
 #include "fault.h"
+#include "faultsim.h"
 #include "lcore.h"
 #include "store.h"
 #include "world.h"
@@ -658,6 +659,7 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   eu_world *w;
   eu_drive d = x->drive;
   eu_drive_answer *answers;
+  uint64_t ooms;
   int i, rc, settled = 1;
   o.choose = eu_chooser_choose;
   o.choose_ud = ch;
@@ -671,6 +673,7 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   o.fault_point = note_point;
   o.fault_point_ud = x;
   forget_run(x);
+  ooms = eu_faultsim_ooms();
   if ((rc = eu_world_new(&w, &o, err, errlen)) != EU_OK) return rc;
   answers = calloc((size_t)(d.n ? d.n : 1), sizeof *answers);
   if (!answers) {
@@ -681,6 +684,10 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   d.mask = events;
   rc = eu_drive_run(w, &d, answers, &settled, err, errlen);
   if (rc >= 0 && !eu_world_stopped(w)) rc = evaluate(x, w, answers, events, settled, err, errlen);
+  /* The machine failed the run, not the scenario: no verdict can rest on it. */
+  if (eu_faultsim_ooms() != ooms)
+    rc = eu_err(err, errlen, EU_ENOMEM, "out of memory: the host could not allocate while it "
+                "ran a schedule, so the run shows nothing about the scenario");
   *faults = eu_world_faults_used(w);
   if (trace) {
     eu_buf_reset(&x->trace);

@@ -208,18 +208,22 @@ end)
 describe("durable operations under the checker", function()
   local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
 
-  local function check(file)
+  -- Under valgrind (EUTAXY_VALGRIND, see CMakeLists.txt) the fixed scenario
+  -- explores 40 random schedules, INCONCLUSIVE, instead of all 273 twice.
+  local valgrind = os.getenv("EUTAXY_VALGRIND") ~= nil
+
+  local function check(file, options)
     local p = assert(io.popen(bin .. " check spec/fixtures/durability/" .. file
-      .. " --check-determinism --budget-ms 600000 2>&1"))
+      .. (options or " --check-determinism") .. " --budget-ms 600000 2>&1"))
     local out = p:read("a")
     local _, _, code = p:close()
     return out, code
   end
 
   it("charges every order exactly once under every fault, when the ledger is idempotent", function()
-    local out, code = check("durable_check.sim.lua")
-    assert.are.equal(0, code, out)
-    assert.matches("^BOUNDED  durable%-charges", out)
+    local out, code = check("durable_check.sim.lua", valgrind and " --random 40 --seed 1" or nil)
+    assert.are.equal(valgrind and 3 or 0, code, out)
+    assert.matches(valgrind and "^INCONCLUSIVE  durable%-charges" or "^BOUNDED  durable%-charges", out)
   end)
 
   it("finds the double charge of a ledger that is not idempotent", function()
