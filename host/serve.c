@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,6 +197,7 @@ static void store_path(server *s, const char *binding, const char *hex, char *ou
 /* A new file turns to WAL unsynced: the first sync after it (which every
  * answer waits for) covers the file, its WAL and its directory entry. */
 static const char serve_pragmas[] =
+  "PRAGMA locking_mode = EXCLUSIVE;"
   "PRAGMA synchronous = OFF;"
   "PRAGMA journal_mode = WAL;"
   "PRAGMA synchronous = NORMAL;";
@@ -297,6 +299,16 @@ static served_store *find_served(server *s, int ns, const char *hex) {
   return NULL;
 }
 
+/* A store the world uses is always in a batch: the turns of a pump are
+ * savepoints in one transaction, committed together by commit_batches. */
+static eu_store *batched(served_store *ss, char *err, size_t errlen) {
+  if (eu_store_baseline_begin(ss->store) != EU_OK) {
+    eu_err(err, errlen, EU_ESQL, "cannot begin a transaction in %s: %s", ss->path, eu_store_errmsg(ss->store));
+    return NULL;
+  }
+  return ss->store;
+}
+
 static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, size_t errlen) {
   server *s = ud;
   const char *binding = eu_world_binding_name(s->w, ns);
@@ -305,7 +317,7 @@ static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, siz
   served_store *ss = find_served(s, ns, hex);
   if (ss) {
     ss->obj = o;
-    return ss->store;
+    return batched(ss, err, errlen);
   }
   store_path(s, binding, hex, path, sizeof path);
   if (!(ss = open_served(s, path, err, errlen))) return NULL;
@@ -317,7 +329,7 @@ static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, siz
     drop_served(s, s->nstores - 1, 0);
     return NULL;
   }
-  return ss->store;
+  return batched(ss, err, errlen);
 }
 
 /* Start-up: every object whose file holds an alarm is made known to the world
@@ -414,14 +426,33 @@ static void on_synced(uv_work_t *req, int status) {
   if (status != 0 && !j->err) j->err = EIO;
   j->ss->syncing = 0;
   if (j->err) fail_server(s, "cannot sync %s: %s", j->ss->path, j->err);
-  else {
-    j->ss->fresh = 0;
-    checkpoint_if_long(j->ss);
-  }
+  else j->ss->fresh = 0;
   free(j);
   if (--s->syncs_in_flight == 0) {
     s->durable = s->sync_target;
     pump(s);
+  }
+}
+
+/* Ends the batch of every store that has one: the turns run since the last
+ * pump become one commit per file (the wal hook counts it), then a new
+ * batch begins. A batch that cannot commit loses turns whose answers are
+ * still held: none of them may look like a success. */
+static void commit_batches(server *s) {
+  int i;
+  for (i = 0; i < s->nstores; i++) {
+    served_store *ss = s->stores[i];
+    sqlite3 *db = eu_store_db(ss->store);
+    if (sqlite3_txn_state(db, NULL) == SQLITE_TXN_NONE || eu_store_in_turn(ss->store)) continue;
+    if (eu_store_baseline_commit(ss->store) != EU_OK) {
+      fprintf(stderr, "eutaxy serve: cannot commit %s: %s\n", ss->path, eu_store_errmsg(ss->store));
+      s->failed = 1;
+    }
+    checkpoint_if_long(ss);
+    if (!s->stopping && eu_store_baseline_begin(ss->store) != EU_OK) {
+      fprintf(stderr, "eutaxy serve: cannot begin a transaction in %s: %s\n", ss->path, eu_store_errmsg(ss->store));
+      s->failed = 1;
+    }
   }
 }
 
@@ -431,11 +462,7 @@ static void start_sync(server *s) {
   int i;
   if (s->syncs_in_flight || s->durable == s->written || s->failed) return;
   if (s->o.durability_process) {
-    for (i = 0; i < s->nstores; i++)
-      if (s->stores[i]->dirty) {
-        s->stores[i]->dirty = 0;
-        checkpoint_if_long(s->stores[i]);
-      }
+    for (i = 0; i < s->nstores; i++) s->stores[i]->dirty = 0;
     s->durable = s->written;
     return;
   }
@@ -944,13 +971,17 @@ static int by_last(const void *a, const void *b) {
   return x->last < y->last ? -1 : x->last > y->last;
 }
 
+/* Whether o's file has writes not yet committed, or committed and not yet
+ * synced: it must stay open until they are durable. */
 static int store_busy(server *s, eu_object *o, int *index) {
   int i;
   *index = -1;
   for (i = 0; i < s->nstores; i++)
     if (s->stores[i]->obj == o) {
+      served_store *ss = s->stores[i];
       *index = i;
-      return s->stores[i]->syncing || s->stores[i]->dirty;
+      return ss->syncing || ss->dirty ||
+             sqlite3_txn_state(eu_store_db(ss->store), NULL) == SQLITE_TXN_WRITE;
     }
   return 0;
 }
@@ -988,7 +1019,9 @@ static void evict(server *s, int over_cap) {
 
 static void on_sweep(uv_timer_t *t) {
   server *s = t->data;
-  if (!s->stopping) evict(s, 0);
+  if (s->stopping) return;
+  pump(s);  /* commits what ran since the last pump: an object must be clean to go */
+  evict(s, 0);
 }
 
 /* ---- the world on the wall clock -------------------------------------- */
@@ -1037,6 +1070,7 @@ static void pump(server *s) {
   conn *c, *cnext;
   int i;
   catch_up(s);
+  commit_batches(s);
   start_sync(s);
   for (c = s->conns; c; c = cnext) {
     cnext = c->next;
@@ -1172,6 +1206,10 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
   }
   signal(SIGPIPE, SIG_IGN);
   setenv("UV_THREADPOOL_SIZE", "16", 0);  /* syncs of many files run side by side */
+  /* Every pump frees what the last one took; without these glibc hands the
+   * top of the heap back and asks for it again, one brk each time. */
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  mallopt(M_TOP_PAD, 4 << 20);
   s->dirfd = -1;
   fill_defaults(s);
   if ((rc = uv_loop_init(&s->loop)) != 0) {
@@ -1200,6 +1238,8 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
     close_handle_if_open((uv_handle_t *)&s->sigterm);
   }
   uv_run(&s->loop, UV_RUN_DEFAULT);
+  s->stopping = 1;
+  commit_batches(s);  /* what alarms wrote at the end; closing syncs it */
   if (rc == EU_OK && s->failed)
     rc = eu_err(err, errlen, EU_ESQL, "stopped: the state could not be made durable (see above)");
   uv_loop_close(&s->loop);

@@ -614,6 +614,22 @@ int eu_store_baseline_end(eu_store *s) {
   return rc;
 }
 
+int eu_store_baseline_commit(eu_store *s) {
+  int rc = EU_OK;
+  if (!s->baseline) return EU_OK;
+  reset_busy(s);
+  if (s->turn) rc = fail(s, EU_EINVAL, "a turn is open");
+  else if (sqlite3_get_autocommit(s->db)) rc = fail(s, EU_ESQL, "the batch's transaction was rolled back by SQLite");
+  else if ((rc = is_run(s, IS_COMMIT)) < 0 && !sqlite3_get_autocommit(s->db)) {
+    char msg[EU_ERRLEN];
+    memcpy(msg, s->errmsg, sizeof msg);
+    is_run(s, IS_ROLLBACK);
+    memcpy(s->errmsg, msg, sizeof msg);
+  }
+  s->baseline = s->turn = s->depth = 0;
+  return rc;
+}
+
 int eu_store_baseline_lost(eu_store *s) {
   return s->baseline && sqlite3_get_autocommit(s->db);
 }

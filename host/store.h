@@ -71,13 +71,18 @@ int eu_store_in_turn(eu_store *s);
 int eu_store_commit(eu_store *s);
 int eu_store_rollback(eu_store *s);
 
-/* Baseline mode, for the checker: begin opens an outer transaction in which
- * every turn is a savepoint; end rolls back to where begin was, keeping the
+/* Baseline mode, for the checker and for serve: begin opens an outer
+ * transaction in which every turn is a savepoint; end rolls back to where
+ * begin was, keeping the
  * connection and its prepared statements. lost says SQLite ended the outer
  * transaction by itself (the store must then be opened afresh). */
 int eu_store_baseline_begin(eu_store *s);
 int eu_store_baseline_end(eu_store *s);
 int eu_store_baseline_lost(eu_store *s);
+/* Commits the outer transaction instead (a server batching the turns of
+ * many requests into one commit); refused while a turn is open. On failure
+ * everything since begin is rolled back. Either way baseline mode ends. */
+int eu_store_baseline_commit(eu_store *s);
 
 /* Nested all-or-nothing unit inside a turn (transactionSync). */
 int eu_store_savepoint(eu_store *s);
