@@ -78,22 +78,26 @@ local function child_path(path, key)
   return path .. "[" .. tostring(key) .. "]"
 end
 
-local function where(path)
+-- The path of the value being encoded is kept as a stack of keys, and only
+-- spelled out when an error needs it: encoding allocates no path strings.
+local function path_of(st)
+  local path = ""
+  for i = 1, st.depth do path = child_path(path, st.keys[i]) end
   if path == "" then return "the top level" end
   return path
 end
 
 -- msg has one %s where the path goes, so it can sit mid-sentence.
-local function fail(msg, path)
-  error("json.encode: " .. msg:format(where(path)), 0)
+local function fail(msg, st)
+  error("json.encode: " .. msg:format(path_of(st)), 0)
 end
 
 -- %.17g always round-trips a double, but often prints noise (0.1 becomes
 -- 0.10000000000000001); the first shorter precision that reads back equal
 -- is the one JavaScript would print too.
-local function encode_float(v, path)
-  if v ~= v then fail("cannot encode NaN at %s", path) end
-  if v == math.huge or v == -math.huge then fail("cannot encode infinity at %s", path) end
+local function encode_float(v, st)
+  if v ~= v then fail("cannot encode NaN at %s", st) end
+  if v == math.huge or v == -math.huge then fail("cannot encode infinity at %s", st) end
   for precision = 14, 17 do
     local s = string_format("%." .. precision .. "g", v)
     if precision == 17 or tonumber(s) == v then return s end
@@ -112,20 +116,26 @@ local function bytewise_less(a, b)
 end
 
 -- Inside an isolate os.setlocale raises (no isolate may change the
--- process's locale); bytewise is then always right.
+-- process's locale): bytewise is then always right, and asking again would
+-- only raise again.
 local setlocale = os and os.setlocale
 
 local function key_order()
   if not setlocale then return bytewise_less end
   local ok, collate = pcall(setlocale, nil, "collate")
-  if ok and (collate == "C" or collate == "POSIX") then return nil end
+  if not ok then
+    setlocale = nil
+    return bytewise_less
+  end
+  if collate == "C" or collate == "POSIX" then return nil end
   return bytewise_less
 end
 
 local encode_value
 
-local function encode_table(t, path, out, seen, less)
-  if seen[t] then fail("cannot encode a cycle at %s (a table that contains itself)", path) end
+local function encode_table(t, st)
+  local out, seen = st.out, st.seen
+  if seen[t] then fail("cannot encode a cycle at %s (a table that contains itself)", st) end
   seen[t] = true
 
   local count, max_index, string_keys = 0, 0, nil
@@ -140,48 +150,54 @@ local function encode_table(t, path, out, seen, less)
     else
       local shown = type(k) == "string" and k or tostring(k)
       fail("table at %s has a key that is neither a string nor a positive integer ("
-        .. shown:gsub("%%", "%%%%") .. ", " .. kt .. ")", path)
+        .. shown:gsub("%%", "%%%%") .. ", " .. kt .. ")", st)
     end
   end
 
   local marked = getmetatable(t) == array_mt
   if count > 0 and string_keys then
-    fail("table at %s has both array and object keys", path)
+    fail("table at %s has both array and object keys", st)
   end
   if marked and string_keys then
-    fail("table at %s is marked with json.array but has object keys", path)
+    fail("table at %s is marked with json.array but has object keys", st)
   end
 
+  local depth = st.depth + 1
+  local keys = st.keys
   if count > 0 or marked then
     if max_index ~= count then
       fail("table at %s is a sparse array (" .. count .. " items but the largest index is "
-        .. max_index .. ")", path)
+        .. max_index .. ")", st)
     end
     out[#out + 1] = "["
     for i = 1, count do
       if i > 1 then out[#out + 1] = "," end
-      encode_value(t[i], child_path(path, i), out, seen, less)
+      st.depth, keys[depth] = depth, i
+      encode_value(t[i], st)
     end
     out[#out + 1] = "]"
   elseif string_keys then
-    table_sort(string_keys, less)
+    table_sort(string_keys, st.less)
     out[#out + 1] = "{"
     for i, k in ipairs(string_keys) do
       if i > 1 then out[#out + 1] = "," end
       out[#out + 1] = encode_string(k)
       out[#out + 1] = ":"
-      encode_value(t[k], child_path(path, k), out, seen, less)
+      st.depth, keys[depth] = depth, k
+      encode_value(t[k], st)
     end
     out[#out + 1] = "}"
   else
     out[#out + 1] = "{}"
   end
+  st.depth = depth - 1
 
   -- Only the current path counts as a cycle; shared subtables are fine.
   seen[t] = nil
 end
 
-encode_value = function(v, path, out, seen, less)
+encode_value = function(v, st)
+  local out = st.out
   local vt = type(v)
   if vt == "string" then
     out[#out + 1] = encode_string(v)
@@ -189,16 +205,16 @@ encode_value = function(v, path, out, seen, less)
     if math_type(v) == "integer" then
       out[#out + 1] = string_format("%d", v)
     else
-      out[#out + 1] = encode_float(v, path)
+      out[#out + 1] = encode_float(v, st)
     end
   elseif vt == "boolean" then
     out[#out + 1] = v and "true" or "false"
   elseif vt == "nil" or v == json.null then
     out[#out + 1] = "null"
   elseif vt == "table" then
-    encode_table(v, path, out, seen, less)
+    encode_table(v, st)
   else
-    fail("cannot encode a " .. vt .. " at %s", path)
+    fail("cannot encode a " .. vt .. " at %s", st)
   end
 end
 
@@ -211,9 +227,9 @@ end
 ---@param value any
 ---@return string
 function json.encode(value)
-  local out = {}
-  encode_value(value, "", out, {}, key_order())
-  return table_concat(out)
+  local st = { out = {}, seen = {}, keys = {}, depth = 0, less = key_order() }
+  encode_value(value, st)
+  return table_concat(st.out)
 end
 
 -- Decoding ---------------------------------------------------------------
