@@ -7,6 +7,7 @@
  */
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,8 @@ struct eu_isolate {
   slab_chunk *chunks;
   int64_t budget;    /* VM instructions left to the running turn */
   int64_t limit;     /* the turn's whole budget, for the message */
+  int stopped;       /* the hook suspended the turn: stop_msg says why */
+  char stop_msg[256];
   size_t reserve;    /* how far past mem_limit the host's own work may go */
   void *ud;
   void (*log)(void *ud, const char *msg, size_t len);
@@ -506,23 +509,36 @@ void eu_isolate_close(eu_isolate *iso) {
 
 #define EU_HOOK_STEP 10000
 
-/* The message names the line the loop was on: the hook runs in its frame. */
+/* The message names the line the loop was on: the hook runs in its frame.
+ * An error could be caught by a pcall in the loop, which would go on; a
+ * yield from a hook cannot be: the owner finds the turn suspended, sees
+ * eu_isolate_stopped and ends it. Where no yield can happen (a comparator
+ * of table.sort, say) the error is all there is. */
 static void cpu_hook(lua_State *L, lua_Debug *ar) {
   eu_isolate *iso = eu_isolate_of(L);
+  char where[200] = "";
   iso->budget -= EU_HOOK_STEP;
   if (iso->budget >= 0) return;
   if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
-    lua_pushfstring(L, "%s:%d: ", ar->short_src, ar->currentline);
-  else
-    lua_pushliteral(L, "");
-  lua_pushfstring(L, "CPU limit exceeded: more than %I VM instructions without yielding",
-                  (lua_Integer)iso->limit);
-  lua_concat(L, 2);
+    snprintf(where, sizeof where, "%s:%d: ", ar->short_src, ar->currentline);
+  snprintf(iso->stop_msg, sizeof iso->stop_msg,
+           "%sCPU limit exceeded: more than %lld VM instructions without yielding", where, (long long)iso->limit);
+  if (lua_isyieldable(L)) {
+    iso->stopped = 1;
+    lua_yield(L, 0);
+    return;
+  }
+  lua_pushstring(L, iso->stop_msg);
   lua_error(L);
+}
+
+const char *eu_isolate_stopped(eu_isolate *iso) {
+  return iso->stopped ? iso->stop_msg : NULL;
 }
 
 void eu_isolate_arm(lua_State *co, int64_t limit) {
   eu_isolate *iso = eu_isolate_of(co);
   iso->budget = iso->limit = limit;
+  iso->stopped = 0;
   lua_sethook(co, limit > 0 ? cpu_hook : NULL, limit > 0 ? LUA_MASKCOUNT : 0, EU_HOOK_STEP);
 }

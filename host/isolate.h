@@ -50,5 +50,9 @@ void eu_isolate_cache_clear(void);
  * isolate has run more than limit VM instructions since eu_isolate_arm.
  * One thread of an isolate runs at a time, so the budget is the isolate's. */
 void eu_isolate_arm(lua_State *co, int64_t limit);
+/* Where the turn's coroutine can yield, the hook suspends it instead of
+ * raising (a pcall cannot catch that): after such a yield this is the
+ * message to end the turn with; NULL for any other yield. */
+const char *eu_isolate_stopped(eu_isolate *iso);
 
 #endif

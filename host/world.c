@@ -1034,9 +1034,10 @@ static void run_turn(eu_world *w, eu_task *t, int nargs) {
   w->running = NULL;
   if (status == LUA_YIELD) {
     if (t->waiting == EU_WAIT_NONE) {
+      const char *stop = eu_isolate_stopped(o->iso);  /* the CPU limit */
       lua_settop(co, 0);
-      lua_pushstring(co, "coroutine.yield() cannot suspend an invocation: only RPC calls, "
-                         "stub:fetch and eutaxy.sleep wait");
+      lua_pushstring(co, stop ? stop : "coroutine.yield() cannot suspend an invocation: only RPC calls, "
+                                       "stub:fetch and eutaxy.sleep wait");
       fail(w, t, co);
       return;
     }

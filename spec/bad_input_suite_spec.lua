@@ -64,6 +64,7 @@ local function line_of(pattern, from)
 end
 
 local SPIN = line_of("while true do n = n + 1 end")
+local SPIN_CAUGHT = line_of("pcall(function() while true do end end)")
 local FETCH_SPIN = line_of('if path == "/spin" then') + 1
 local ALARM_SPIN = line_of("function Bad:alarm()") + 1
 local GROW = line_of('t[i] = ("x"):rep(1000) .. i')
@@ -91,6 +92,10 @@ describe("eutaxy run, a script whose world's object", function()
 
   it("loops in an RPC method is stopped by the CPU limit", function()
     fails("spin", cpu_limit(SPIN))
+  end)
+
+  it("loops around a pcall that would catch the CPU limit's error is stopped all the same", function()
+    fails("spinCaught", cpu_limit(SPIN_CAUGHT))
   end)
 
   it("loops in the worker's fetch is stopped by the CPU limit", function()
@@ -345,6 +350,7 @@ describe("eutaxy serve, a request whose code", function()
     start()
     assert.are.equal(500, (get("/spin")))
     assert.are.equal(500, (get("/call/spin")))
+    assert.are.equal(500, (get("/call/spinCaught")))
     assert.are.equal(500, (get("/call/growTable")))
     assert.are.equal(500, (get("/call/hugeString")))
     assert.are.equal(500, (get("/call/sortWithRpc")))
@@ -357,6 +363,7 @@ describe("eutaxy serve, a request whose code", function()
     local text = log()
     has(text, "eutaxy serve: GET /spin: fetch raised Error: " .. cpu_limit(FETCH_SPIN) .. "\n")
     has(text, "eutaxy serve: GET /call/spin: fetch raised Error: " .. cpu_limit(SPIN) .. "\n")
+    has(text, "eutaxy serve: GET /call/spinCaught: fetch raised Error: " .. cpu_limit(SPIN_CAUGHT) .. "\n")
     has(text, "eutaxy serve: GET /call/growTable: fetch raised Error: " .. mem_limit(GROW) .. "\n")
     has(text, "eutaxy serve: GET /call/hugeString: fetch raised Error: " .. mem_limit(HUGE) .. "\n")
     has(text, "eutaxy serve: GET /call/sortWithRpc: fetch raised Error: " .. cannot_wait(SORT_RPC, "an RPC call") .. "\n")
