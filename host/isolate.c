@@ -41,7 +41,7 @@ struct eu_isolate {
   int64_t budget;    /* VM instructions left to the running turn */
   int64_t limit;     /* the turn's whole budget, for the message */
   int stopped;       /* the hook suspended the turn: stop_msg says why */
-  char stop_msg[256];
+  char stop_msg[320];
   size_t reserve;    /* how far past mem_limit the host's own work may go */
   void *ud;
   void (*log)(void *ud, const char *msg, size_t len);
@@ -516,7 +516,7 @@ void eu_isolate_close(eu_isolate *iso) {
  * of table.sort, say) the error is all there is. */
 static void cpu_hook(lua_State *L, lua_Debug *ar) {
   eu_isolate *iso = eu_isolate_of(L);
-  char where[200] = "";
+  char where[160] = "";
   iso->budget -= EU_HOOK_STEP;
   if (iso->budget >= 0) return;
   if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
