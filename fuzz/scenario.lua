@@ -1,8 +1,8 @@
 -- The Lua half of fuzz_scenario.c: a scenario's table, shape and values,
 -- from a fuzz input, through the DSL that loads it (lua/eutaxy/check.lua).
 --
--- The input is decoded (the clone format, fuzz_scenario.c's `decode`) to a
--- plain value, which is then made into a scenario: a table with a `$call`
+-- The input is read as a value in the clone format (host/clone.c), but
+-- leniently (see `read`), and the value is made into a scenario: a table with a `$call`
 -- field becomes a call of the DSL function it names, with the table's array
 -- part as arguments (after the same treatment), and the string "$fn" a
 -- function. So the fuzzer builds scenarios as a file would, DSL calls nested
@@ -29,6 +29,63 @@ io.open = function(path, mode)
 end
 
 local state_of  -- the end state the invariants see, from the input
+
+-- The clone format read leniently, so that every byte string is a value
+-- and the fuzzer's mutations change the scenario rather than break the
+-- encoding (fuzz_clone tests the strict decoder): tags are taken modulo 7,
+-- lengths and counts are cut to what the input still holds, a key Lua
+-- cannot hold or a nil value leaves the pair out, the input ends in nils.
+-- A canonical encoding, as the seeds are, reads as clone.c would read it.
+local function read(input)
+  local pos, n = 1, #input
+  local function byte()
+    local b = input:byte(pos) or 0
+    pos = pos + 1
+    return b
+  end
+  local function varint()
+    local x, shift = 0, 0
+    repeat
+      local b = byte()
+      if shift < 64 then x = x | ((b & 0x7f) << shift) end
+      shift = shift + 7
+    until b < 0x80
+    return x
+  end
+  local function left()
+    return math.max(0, n - pos + 1)
+  end
+  local function value(depth)
+    local tag = byte() % 7
+    if tag == 0 then return nil end
+    if tag == 1 or tag == 2 then return tag == 2 end
+    if tag == 3 then
+      local u = varint()
+      return (u >> 1) ~ -(u & 1)
+    end
+    if tag == 4 then
+      local s = input:sub(pos, pos + 7) .. ("\0"):rep(8)
+      pos = pos + 8
+      return (string.unpack("<d", s))
+    end
+    local count = varint()
+    if count < 0 or count > left() then count = left() end
+    if tag == 5 then
+      local s = input:sub(pos, pos + count - 1)
+      pos = pos + count
+      return s
+    end
+    local t = {}
+    if depth > 100 then return t end
+    for _ = 1, count do
+      local k, v = value(depth + 1), value(depth + 1)
+      if k ~= nil and k == k and v ~= nil then t[k] = v end
+    end
+    return t
+  end
+  varint()  -- the count of values: one is read
+  return value(0)
+end
 
 local function custom_fn(state)
   local s = state_of or {}
@@ -97,7 +154,8 @@ local function prepare(scenario)
   end
 end
 
-return function(value)
+return function(input)
+  local value = read(input)
   if type(value) ~= "table" then return end
   state_of = type(value["$state"]) == "table" and value["$state"] or nil
   local ok, scenario = pcall(realize, value, 0)
