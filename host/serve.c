@@ -447,6 +447,9 @@ static void commit_batches(server *s) {
     if (eu_store_baseline_commit(ss->store) != EU_OK) {
       fprintf(stderr, "eutaxy serve: cannot commit %s: %s\n", ss->path, eu_store_errmsg(ss->store));
       s->failed = 1;
+      /* The lost batch counts as a commit that never becomes durable, so
+       * the answers stamped after it (its turns') are not successes. */
+      s->written++;
     }
     checkpoint_if_long(ss);
     if (!s->stopping && eu_store_baseline_begin(ss->store) != EU_OK) {
