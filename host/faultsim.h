@@ -69,7 +69,7 @@ static inline int eu_faultsim_alloc(void) {
 
 /* Every allocation the host could not make, simulated or real: an
  * isolate's (not its memory limit, which is the user's), SQLite's
- * (SQLITE_NOMEM). The checker voids a run in which one failed: its verdict
+ * (SQLITE_NOMEM, noted by store.c). The checker voids a run in which one failed: its verdict
  * would be about the machine, not the scenario. Counted with the mode off. */
 void eu_faultsim_note_oom(void);
 uint64_t eu_faultsim_ooms(void);

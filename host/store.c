@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "eutaxy.h"
+#include "faultsim.h"
 #include "store.h"
 
 #define EU_STMT_CACHE 64
@@ -150,6 +151,7 @@ static const char *code_name(int rc) {
  * one refusing, else SQLite's own message and the code's name. */
 static int fail_sql(eu_store *s, int rc) {
   if (rc == SQLITE_NOMEM) {
+    eu_faultsim_note_oom();  /* the machine's failure: a checker run cannot rest on it */
     snprintf(s->errmsg, sizeof s->errmsg, "out of memory (SQLITE_NOMEM)");
     return EU_ENOMEM;
   }
@@ -325,8 +327,10 @@ int eu_store_exec_internal(eu_store *s, const char *sql) {
   rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
   s->internal = saved;
   if (rc != SQLITE_OK) {
-    if (rc == SQLITE_NOMEM) rc = fail(s, EU_ENOMEM, "out of memory (SQLITE_NOMEM)");
-    else {
+    if (rc == SQLITE_NOMEM) {
+      eu_faultsim_note_oom();
+      rc = fail(s, EU_ENOMEM, "out of memory (SQLITE_NOMEM)");
+    } else {
       snprintf(s->errmsg, sizeof s->errmsg, "%s (%s)", msg ? msg : sqlite3_errstr(rc),
                code_name(sqlite3_extended_errcode(s->db)));
       rc = EU_ESQL;
