@@ -98,6 +98,15 @@ fail() {  # fail LABEL WHY: one failing run, its output kept
 }
 
 bad_text='AddressSanitizer|LeakSanitizer|runtime error:|PANIC|Assertion'
+# lua-cjson (a Debian package) leaks its buffers when its luaopen_cjson
+# runs out of memory half-way; it is unloaded by then, so LeakSanitizer
+# names no module. Such a report, and nothing else, is tallied, not failed.
+cjson_leak_only() {
+  grep -q 'ERROR: LeakSanitizer' "$1" &&
+    ! grep -E "$bad_text" "$1" | grep -qvE 'ERROR: LeakSanitizer|SUMMARY: AddressSanitizer: [0-9]+ byte' &&
+    ! grep -A2 -E '^(Direct|Indirect) leak of' "$1" | grep -E '^ +#1 ' | grep -qv '(<unknown module>)'
+}
+
 names_fault() {  # names_fault KIND FILE...: the output says what failed
   case $1 in
     alloc) grep -qiE 'memory|NOMEM' "${@:2}" ;;
@@ -146,6 +155,9 @@ sweep_check() {
     rc=$?
     if [ "$rc" -gt 3 ]; then
       fail "check $kind:$n$plus" "exit $rc ($( [ $rc -gt 128 ] && echo "signal $((rc - 128))" || echo "timeout or crash"))"
+    elif cjson_leak_only "$work"/err; then
+      tally "lua-cjson's open leaked"
+      continue
     elif grep -qE "$bad_text" "$work"/err; then
       fail "check $kind:$n$plus" "exit $rc with a sanitizer report or panic"
     elif ! grep -q '^eutaxy faultsim: ' "$work"/err; then
@@ -237,7 +249,10 @@ sweep_serve() {
     stopped=
     grep -qE '^eutaxy serve: (stopped: |cannot commit |cannot begin a transaction |.*answering 500 and stopping)' \
       "$work"/faulted.log && stopped=1
-    if grep -qE "$bad_text" "$work"/faulted.log; then
+    if cjson_leak_only "$work"/faulted.log; then
+      tally "lua-cjson's open leaked"
+      continue
+    elif grep -qE "$bad_text" "$work"/faulted.log; then
       fail "$label" "a sanitizer report or panic (exit $rc, answer $status)"
       continue
     elif [ "$rc" -gt 3 ] && ! [ -n "$stopped" -a "$rc" = 143 ]; then
