@@ -10,9 +10,10 @@
  *
  *  - round trip: the rest of the input builds Lua values (every type,
  *    nesting past EU_CLONE_MAXDEPTH, shared tables, cycles, functions and
- *    tables as keys). An independent walk says whether they can be cloned;
- *    encoding must agree, and what it encodes must decode to values equal
- *    to the originals, down to a float's bits, and encode again to the same
+ *    tables as keys). An independent walk says whether they can be cloned
+ *    and bounds the size of their encoding; encoding must agree, also on
+ *    EU_CLONE_MAXBYTES, and what it encodes must decode to values equal to
+ *    the originals, down to a float's bits, and encode again to the same
  *    bytes.
  */
 #include <math.h>
@@ -38,7 +39,7 @@ static lua_State *L;
   } while (0)
 
 /* Tables made so far in this run, so later values can share or loop back to them. */
-#define MAX_MADE 32
+#define MAX_MADE 256
 
 typedef struct gen {
   fz f;
@@ -72,7 +73,7 @@ static int gen_key(gen *g, int level) {
     case 4:
       if (fz_u8(&g->f) == 7) {
         gen_value(g, level + 1);
-        if (lua_isnil(L, -1)) {
+        if (lua_isnil(L, -1) || lua_tonumber(L, -1) != lua_tonumber(L, -1)) {  /* nil, NaN */
           lua_pop(L, 1);
           return 0;
         }
@@ -168,37 +169,94 @@ static void gen_value(gen *g, int level) {
   }
 }
 
-/* The independent verdict: 1 if the value at idx can be cloned. Tables
- * being walked are kept in the array at stack index 2, as the encoder's
- * open list. */
-static int cloneable(int idx, int level) {
-  int t = lua_type(L, idx), ok = 1, i, n;
-  if (t == LUA_TNIL || t == LUA_TBOOLEAN || t == LUA_TNUMBER || t == LUA_TSTRING) return 1;
-  if (t != LUA_TTABLE) return 0;
-  if (!lua_checkstack(L, 4)) abort();
-  idx = lua_absindex(L, idx);
-  n = (int)lua_rawlen(L, 2);
-  for (i = 1; i <= n; i++) {
-    int same;
-    lua_rawgeti(L, 2, i);
-    same = lua_rawequal(L, -1, idx);
-    lua_pop(L, 1);
-    if (same) return 0;  /* a cycle */
-  }
-  if (level > EU_CLONE_MAXDEPTH) return 0;
+/* The independent verdict, by a walk that visits each table once (a value
+ * sharing tables level after level expands beyond any walk of its paths).
+ * Per table, in the memo at stack index 2: false while it is being walked
+ * (met again then, it is a cycle), then { ok, height, lo, hi }, lo and hi
+ * bounding the bytes its encoding takes, each shared table counted every
+ * time it is met, as the encoder writes it. */
+typedef struct verdict {
+  int ok;      /* no function, userdata, table key or cycle below */
+  int height;  /* levels of tables, itself included */
+  double lo, hi;
+} verdict;
+
+static void walk(int idx, verdict *v);
+
+static void walk_table(int idx, verdict *v) {
+  verdict kv, vv;
+  if (!lua_checkstack(L, 6)) abort();
   lua_pushvalue(L, idx);
-  lua_rawseti(L, 2, n + 1);
+  if (lua_rawget(L, 2) != LUA_TNIL) {  /* met before */
+    if (lua_isboolean(L, -1)) {  /* and still open: a cycle */
+      v->ok = 0;
+      v->height = 0;
+      v->lo = v->hi = 0;
+    } else {
+      lua_rawgeti(L, -1, 1);
+      v->ok = lua_toboolean(L, -1);
+      lua_rawgeti(L, -2, 2);
+      v->height = (int)lua_tointeger(L, -1);
+      lua_rawgeti(L, -3, 3);
+      v->lo = lua_tonumber(L, -1);
+      lua_rawgeti(L, -4, 4);
+      v->hi = lua_tonumber(L, -1);
+      lua_pop(L, 4);
+    }
+    lua_pop(L, 1);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_pushvalue(L, idx);
+  lua_pushboolean(L, 0);
+  lua_rawset(L, 2);
+  v->ok = 1;
+  v->height = 1;
+  v->lo = 2;   /* tag and count */
+  v->hi = 11;
   lua_pushnil(L);
-  while (ok && lua_next(L, idx)) {
+  while (lua_next(L, idx)) {
     int kt = lua_type(L, -2);
-    if (kt != LUA_TNUMBER && kt != LUA_TSTRING && kt != LUA_TBOOLEAN) ok = 0;
-    else ok = cloneable(-1, level + 1);
+    if (kt != LUA_TNUMBER && kt != LUA_TSTRING && kt != LUA_TBOOLEAN) v->ok = 0;
+    walk(lua_absindex(L, -2), &kv);
+    walk(lua_absindex(L, -1), &vv);
+    v->ok &= kv.ok && vv.ok;
+    if (vv.height + 1 > v->height) v->height = vv.height + 1;
+    v->lo += kv.lo + vv.lo;
+    v->hi += kv.hi + vv.hi;
     lua_pop(L, 1);
   }
-  if (!ok) lua_pop(L, 1);  /* the key lua_next left */
-  lua_pushnil(L);
-  lua_rawseti(L, 2, n + 1);
-  return ok;
+  lua_pushvalue(L, idx);
+  lua_createtable(L, 4, 0);
+  lua_pushboolean(L, v->ok);
+  lua_rawseti(L, -2, 1);
+  lua_pushinteger(L, v->height);
+  lua_rawseti(L, -2, 2);
+  lua_pushnumber(L, v->lo);
+  lua_rawseti(L, -2, 3);
+  lua_pushnumber(L, v->hi);
+  lua_rawseti(L, -2, 4);
+  lua_rawset(L, 2);
+}
+
+static void walk(int idx, verdict *v) {
+  size_t len;
+  v->ok = 1;
+  v->height = 0;
+  switch (lua_type(L, idx)) {
+    case LUA_TNIL: case LUA_TBOOLEAN: v->lo = v->hi = 1; break;
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, idx)) { v->lo = 2; v->hi = 11; }
+      else v->lo = v->hi = 9;
+      break;
+    case LUA_TSTRING:
+      lua_tolstring(L, idx, &len);
+      v->lo = 2 + (double)len;
+      v->hi = 11 + (double)len;
+      break;
+    case LUA_TTABLE: walk_table(idx, v); break;
+    default: v->ok = 0; v->lo = v->hi = 0; break;
+  }
 }
 
 /* Values equal as the clone must keep them: same types, same integer or
@@ -301,31 +359,41 @@ static void run_decode(fz *f) {
   lua_settop(L, 0);
 }
 
-/* Protected: builds the values, then checks the encoder against cloneable. */
+/* Protected: builds the values, then checks the encoder against walk. */
 static int round_trip(lua_State *Ls) {
   gen *g = lua_touserdata(Ls, 1);
   int nvals = (int)(fz_u8(&g->f) % 4), i, expect = 1, rc, n = 0, first;
+  double lo = 1, hi = 10;  /* the count of values */
   char err[EU_ERRLEN];
   eu_buf b, again;
   lua_settop(Ls, 0);
   lua_newtable(Ls);  /* 1: tables made */
-  lua_newtable(Ls);  /* 2: tables being walked by cloneable */
+  lua_newtable(Ls);  /* 2: walk's memo */
   for (i = 0; i < nvals; i++) gen_value(g, 1);
   first = 3;
-  for (i = 0; i < nvals; i++) expect &= cloneable(first + i, 1);
+  for (i = 0; i < nvals; i++) {
+    verdict v;
+    walk(first + i, &v);
+    expect &= v.ok && v.height <= EU_CLONE_MAXDEPTH;
+    lo += v.lo;
+    hi += v.hi;
+  }
   CHECK(lua_gettop(Ls) == first + nvals - 1, "the stack moved");
   eu_buf_init(&b);
   rc = eu_clone_encode(Ls, first, nvals, &b, err, sizeof err);
   CHECK(lua_gettop(Ls) == first + nvals - 1, "encode moved the stack");
-  if (!expect) {
+  if (expect && lo > (double)EU_CLONE_MAXBYTES)
+    CHECK(rc == EU_ECLONE && strstr(err, "too large"), "%.0f bytes or more encoded (rc %d)", lo, rc);
+  if (!expect || rc == EU_ECLONE) {
     CHECK(rc == EU_ECLONE, "encode accepted a value that cannot be cloned (rc %d)", rc);
     CHECK(b.n == 0, "a refused encode left %zu bytes", b.n);
-    CHECK(strncmp(err, "cannot clone", 12) == 0 || strstr(err, "nests deeper") != NULL,
-          "unclear refusal: %s", err);
+    CHECK(strncmp(err, "cannot clone", 12) == 0 || strstr(err, "nests deeper") != NULL ||
+          strstr(err, "too large") != NULL, "unclear refusal: %s", err);
+    CHECK(!expect || hi > (double)EU_CLONE_MAXBYTES, "encode refused a value that can be cloned: %s", err);
     eu_buf_free(&b);
     return 0;
   }
-  CHECK(rc == EU_OK || rc == EU_ENOMEM, "encode refused a value that can be cloned: %s", err);
+  CHECK(rc == EU_OK || rc == EU_ENOMEM, "encode failed with %d: %s", rc, err);
   if (rc != EU_OK) {
     eu_buf_free(&b);
     return 0;
@@ -337,7 +405,10 @@ static int round_trip(lua_State *Ls) {
     return 0;
   }
   CHECK(n == nvals, "encoded %d values, decoded %d", nvals, n);
-  for (i = 0; i < nvals; i++)
+  CHECK((double)b.n >= lo && (double)b.n <= hi, "%zu bytes encoded, not within %.0f..%.0f", b.n, lo, hi);
+  /* walking every path of a large shared value is slow: the bytes encoded
+   * again below check it as well */
+  for (i = 0; i < nvals && b.n < (1u << 20); i++)
     CHECK(same_value(first + i, first + nvals + i), "value %d changed in the round trip", i + 1);
   eu_buf_init(&again);
   rc = eu_clone_encode(Ls, first + nvals, nvals, &again, err, sizeof err);

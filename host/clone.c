@@ -250,6 +250,7 @@ typedef struct enc {
   eu_buf *b;
   char *err;
   size_t errlen;
+  size_t start;                               /* where the encoding began in b */
   eu_key top;                                 /* the position of the top-level value, as a key */
   const eu_key *path[EU_CLONE_MAXDEPTH + 1];  /* keys from the top to the value being written */
   const void *open[EU_CLONE_MAXDEPTH];        /* tables being written, outermost first */
@@ -395,15 +396,25 @@ done:
 
 static int encode_value(enc *e, const eu_key *v, int plen) {
   char what[64];
+  int rc;
   switch (v->type) {
     case LUA_TNIL: case LUA_TBOOLEAN: case LUA_TNUMBER: case LUA_TSTRING:
-      return put_scalar(e->b, v) == EU_OK ? EU_OK : nomem(e);
+      rc = put_scalar(e->b, v) == EU_OK ? EU_OK : nomem(e);
+      break;
     case LUA_TTABLE:
-      return encode_table(e, v, plen);
+      rc = encode_table(e, v, plen);
+      break;
     default:
       snprintf(what, sizeof what, "cannot clone a %s", type_noun(v->type));
       return refuse(e, plen, EU_ECLONE, what);
   }
+  /* checked after every value, so the bytes written stay near the limit */
+  if (rc == EU_OK && e->b->n - e->start > (size_t)EU_CLONE_MAXBYTES) {
+    snprintf(what, sizeof what, "value too large to clone: more than %zu MiB encoded",
+             (size_t)EU_CLONE_MAXBYTES >> 20);
+    return refuse(e, plen, EU_ECLONE, what);
+  }
+  return rc;
 }
 
 int eu_clone_encode(lua_State *L, int idx, int n, eu_buf *b, char *err, size_t errlen) {
@@ -414,6 +425,7 @@ int eu_clone_encode(lua_State *L, int idx, int n, eu_buf *b, char *err, size_t e
   if (n > 0) idx = lua_absindex(L, idx);
   e.L = L;
   e.b = b;
+  e.start = start;
   e.err = err;
   e.errlen = errlen;
   e.nopen = 0;

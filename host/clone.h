@@ -8,9 +8,10 @@
  *
  * Encodable: nil, booleans, integers, floats, strings, and tables of those
  * (keys of type boolean, number or string). Metatables are not carried.
- * Functions, userdata, threads, cycles and nesting deeper than
- * EU_CLONE_MAXDEPTH are refused with a message naming where the value sits,
- * e.g. "cannot clone a function (at args[2].onDone)".
+ * Functions, userdata, threads, cycles, nesting deeper than
+ * EU_CLONE_MAXDEPTH and values whose encoding passes EU_CLONE_MAXBYTES are
+ * refused with a message naming where the value sits, e.g. "cannot clone a
+ * function (at args[2].onDone)".
  *
  * Decoding trusts nothing: malformed bytes give EU_ECORRUPT, never a crash.
  */
@@ -21,6 +22,13 @@
 #include "buf.h"
 
 #define EU_CLONE_MAXDEPTH 100
+/* A table met twice is written twice, so a value that shares tables level
+ * after level (for i = 1, 40 do t = { t, t } end) would encode to terabytes.
+ * Durable Objects refuse RPC messages past 32 MiB; this is twice that. A
+ * build may lower it: the fuzz build does, so its inputs reach it quickly. */
+#ifndef EU_CLONE_MAXBYTES
+#define EU_CLONE_MAXBYTES (64u << 20)
+#endif
 
 /* Appends to b the n values at L[idx], L[idx+1], ... L[idx+n-1]. The stack is unchanged. */
 int eu_clone_encode(lua_State *L, int idx, int n, eu_buf *b, char *err, size_t errlen);

@@ -228,6 +228,22 @@ static void test_refuses_nesting_past_the_limit(void) {
   lua_close(L);
 }
 
+static void test_refuses_values_past_the_size_limit(void) {
+  lua_State *L = new_state();
+  eu_buf b;
+  char err[EU_ERRLEN], want[96];
+  eu_buf_init(&b);
+  /* 41 tables, but written out 2^40 leaves: refused once past the limit */
+  ASSERT_EQ(encode_chunk(L, "local t = {} for i = 1, 40 do t = { t, t } end return t", &b, err),
+            EU_ECLONE);
+  snprintf(want, sizeof want, "value too large to clone: more than %zu MiB encoded (at [1][1][1]",
+           (size_t)EU_CLONE_MAXBYTES >> 20);
+  ASSERT_CONTAINS(err, want);
+  ASSERT_EQ(b.n, 0);
+  eu_buf_free(&b);
+  lua_close(L);
+}
+
 static void test_refuses_keys_that_are_not_values(void) {
   refused("return { x = { [{}] = 1 } }", "cannot clone a table key (at [1].x)");
   refused("return { [print] = 1, [1] = 2 }", "cannot clone a function key (at [1])");
@@ -459,6 +475,7 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
   { "refuses userdata", test_refuses_userdata },
   { "refuses cycles but not DAGs", test_refuses_cycles_but_not_dags },
   { "refuses nesting past the limit", test_refuses_nesting_past_the_limit },
+  { "refuses values past the size limit", test_refuses_values_past_the_size_limit },
   { "refuses keys that are not values", test_refuses_keys_that_are_not_values },
   { "encoding is independent of insertion order", test_encoding_is_independent_of_insertion_order },
   { "every truncation is corrupt", test_every_truncation_is_corrupt },
