@@ -60,7 +60,13 @@
 #include "store.h"
 #include "world.h"
 
+/* Linux's, in glibc since 2.14; <unistd.h> declares it only under
+ * _GNU_SOURCE, which this project's own sched.h cannot be compiled with. */
+extern int syncfs(int fd);
+
 #define EU_SERVE_LOG_PATH 200   /* bytes of a path shown in the request log */
+#define EU_SERVE_ROUNDS 4       /* rounds of syncs in flight at once */
+#define EU_SERVE_SYNCFS 4       /* files in a round from which one syncfs syncs them all */
 
 typedef struct server server;
 
@@ -74,15 +80,23 @@ typedef struct served_store {
   int walfd;                /* the WAL, opened for syncing; -1 until the first sync */
   int fresh;                /* created by this server: the file and its directory entry need a sync */
   int dirty;                /* committed to since its last sync began */
-  int syncing;              /* a sync of it is in flight: it must stay open */
+  int syncing;              /* syncs of it in flight: it must stay open */
   int wal_pages;            /* pages in the WAL after the last commit */
 } served_store;
 
+/* A sync of one file, or of the whole file system holding the state
+ * directory when a round has many files (one syncfs costs about what one
+ * fdatasync does, and covers them all). */
 typedef struct sync_job {
   uv_work_t req;
-  served_store *ss;
+  served_store *ss;         /* the one file; NULL for a syncfs */
+  int round;                /* index in the server's ring of rounds */
+  int fresh;                /* the file is new: sync it and its directory too */
   int dirfd;
   int err;                  /* errno of a failed sync, or 0 */
+  server *srv;
+  int n;                    /* files a syncfs covers */
+  served_store *many[];
 } sync_job;
 
 typedef struct pending {
@@ -145,7 +159,13 @@ struct server {
   uint64_t nrequests;
   uint64_t written;         /* commits into the WAL of any file */
   uint64_t durable;         /* commits known to be on disk */
-  uint64_t sync_target;     /* what the sync in flight makes durable */
+  /* Rounds of syncs in flight, oldest first in a ring: each makes durable
+   * the commits made before it began, once it and every older one are done. */
+  struct {
+    uint64_t target;
+    int pending;            /* its files not yet synced */
+  } rounds[EU_SERVE_ROUNDS];
+  int round0, nrounds;
   int syncs_in_flight;
   int64_t last_emfile;
   char rbuf[64 * 1024];
@@ -395,11 +415,15 @@ static int rearm_alarms(server *s, char *err, size_t errlen) {
 static void sync_work(uv_work_t *req) {
   sync_job *j = req->data;
   served_store *ss = j->ss;
+  if (!ss) {
+    if (syncfs(j->dirfd) != 0) j->err = errno;
+    return;
+  }
   if (fdatasync(ss->walfd) != 0) {
     j->err = errno;
     return;
   }
-  if (ss->fresh) {  /* a new file: its first pages and its name in the directory */
+  if (j->fresh) {  /* a new file: its first pages and its name in the directory */
     int fd = open(ss->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 || fsync(fd) != 0 || fsync(j->dirfd) != 0) j->err = errno ? errno : EIO;
     if (fd >= 0) close(fd);
@@ -420,18 +444,48 @@ static void fail_server(server *s, const char *fmt, const char *path, int e) {
   s->failed = 1;
 }
 
+/* Retires the oldest rounds that are done: what they cover is durable. */
+static void retire_rounds(server *s) {
+  while (s->nrounds > 0 && s->rounds[s->round0].pending == 0) {
+    s->durable = s->rounds[s->round0].target;
+    s->round0 = (s->round0 + 1) % EU_SERVE_ROUNDS;
+    s->nrounds--;
+  }
+}
+
+static void synced(server *s, served_store *ss, int err) {
+  ss->syncing--;
+  if (err) fail_server(s, "cannot sync %s: %s", ss->path, err);
+  else if (!ss->syncing) ss->fresh = 0;
+}
+
 static void on_synced(uv_work_t *req, int status) {
   sync_job *j = req->data;
-  server *s = j->ss->srv;
+  server *s = j->srv;
+  int i;
   if (status != 0 && !j->err) j->err = EIO;
-  j->ss->syncing = 0;
-  if (j->err) fail_server(s, "cannot sync %s: %s", j->ss->path, j->err);
-  else j->ss->fresh = 0;
+  if (j->ss) synced(s, j->ss, j->err);
+  for (i = 0; i < j->n; i++) synced(s, j->many[i], j->err);
+  s->rounds[j->round].pending--;
+  s->syncs_in_flight--;
   free(j);
-  if (--s->syncs_in_flight == 0) {
-    s->durable = s->sync_target;
-    pump(s);
+  retire_rounds(s);
+  pump(s);
+}
+
+static int queue_sync(server *s, sync_job *j, int r) {
+  j->srv = s;
+  j->round = r;
+  j->dirfd = s->dirfd;
+  j->req.data = j;
+  if (uv_queue_work(&s->loop, &j->req, sync_work, on_synced) != 0) {
+    free(j);
+    fail_server(s, "cannot sync %s: %s", s->state, EIO);
+    return -1;
   }
+  s->rounds[r].pending++;
+  s->syncs_in_flight++;
+  return 0;
 }
 
 /* Ends the batch of every store that has one: the turns run since the last
@@ -459,17 +513,40 @@ static void commit_batches(server *s) {
   }
 }
 
-/* Starts a sync of every file committed to since the last one began, unless
- * one is under way (what commits meanwhile waits for the next). */
+/* Starts a round of syncs: one per file committed to since the last round
+ * began. Rounds overlap (up to EU_SERVE_ROUNDS), so what commits while one
+ * is under way need not wait for it to end before its own sync starts. */
 static void start_sync(server *s) {
-  int i;
-  if (s->syncs_in_flight || s->durable == s->written || s->failed) return;
+  int i, r, ndirty = 0;
+  uint64_t last;
+  if (s->failed || s->durable == s->written) return;
   if (s->o.durability_process) {
     for (i = 0; i < s->nstores; i++) s->stores[i]->dirty = 0;
     s->durable = s->written;
     return;
   }
-  s->sync_target = s->written;
+  last = s->nrounds ? s->rounds[(s->round0 + s->nrounds - 1) % EU_SERVE_ROUNDS].target : s->durable;
+  if (s->nrounds == EU_SERVE_ROUNDS || last == s->written) return;
+  for (i = 0; i < s->nstores; i++) ndirty += s->stores[i]->dirty;
+  r = (s->round0 + s->nrounds) % EU_SERVE_ROUNDS;
+  s->rounds[r].target = s->written;
+  s->rounds[r].pending = 0;
+  s->nrounds++;
+  if (ndirty >= EU_SERVE_SYNCFS) {
+    sync_job *j = calloc(1, sizeof *j + (size_t)ndirty * sizeof j->many[0]);
+    if (!j) {
+      fail_server(s, "cannot sync %s: %s", s->state, ENOMEM);
+      return;
+    }
+    for (i = 0; i < s->nstores; i++)
+      if (s->stores[i]->dirty) {
+        s->stores[i]->dirty = 0;
+        s->stores[i]->syncing++;
+        j->many[j->n++] = s->stores[i];
+      }
+    queue_sync(s, j, r);
+    return;
+  }
   for (i = 0; i < s->nstores; i++) {
     served_store *ss = s->stores[i];
     sync_job *j;
@@ -488,17 +565,11 @@ static void start_sync(server *s) {
       return;
     }
     j->ss = ss;
-    j->dirfd = s->dirfd;
-    j->req.data = j;
-    if (uv_queue_work(&s->loop, &j->req, sync_work, on_synced) != 0) {
-      free(j);
-      fail_server(s, "cannot sync %s: %s", ss->path, EIO);
-      return;
-    }
-    ss->syncing = 1;
-    s->syncs_in_flight++;
+    j->fresh = ss->fresh;
+    if (queue_sync(s, j, r) != 0) return;
+    ss->syncing++;
   }
-  if (s->syncs_in_flight == 0) s->durable = s->sync_target;  /* nothing was dirty after all */
+  retire_rounds(s);  /* a round with nothing dirty is done at once */
 }
 
 /* Whether p can be answered now: its call is done and what it may depend on is durable. */
