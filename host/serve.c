@@ -21,12 +21,15 @@
  * WAL (synchronous=NORMAL: a write, no fsync), and a wal hook counts the
  * commits. An answer is stamped, when it is found done, with the count of
  * commits made so far; it leaves only once a sync covering that count has
- * finished. A sync is one fdatasync per file committed to since the last one,
- * run on libuv's thread pool, so files sync in parallel and the world goes
- * on running requests meanwhile; whatever commits while a sync runs waits
- * for the next one. Under load every sync covers many requests of many
- * objects. --durability=process skips the syncs: a commit then survives the
- * process (it is in the kernel) but not a power loss.
+ * finished. The turns of one pump (every request read in one round of the
+ * event loop) are savepoints in one transaction per file, committed together
+ * at the pump's end. A round of syncs is one fdatasync per file committed to
+ * since the last round (or one syncfs when they are many), run on libuv's
+ * thread pool, so the world goes on running requests meanwhile; rounds
+ * overlap, and a round's commits are durable once it and every older round
+ * are done. Under load every sync covers many requests of many objects.
+ * --durability=process skips the syncs: a commit then survives the process
+ * (it is in the kernel) but not a power loss.
  *
  * Objects come and go: one idle for --evict-after seconds, or the least
  * recently active beyond --max-resident, is evicted (isolate and file
