@@ -29,6 +29,14 @@
 
 #define EU_STMT_CACHE 64
 
+/* SQLite VM steps one step of a user statement may take. The isolate's CPU
+ * limit counts Lua instructions and cannot see inside SQLite: without this
+ * a runaway query (a recursive CTE without LIMIT) hangs its object and the
+ * world. The progress handler counts while eu_store_step runs, so the
+ * host's own statements are never stopped. */
+#define EU_STORE_MAX_STEPS 200000000LL
+#define EU_STORE_STEP_CHECK 10000
+
 /* The host's own statements, prepared once (on first use) and kept. One
  * savepoint name serves every depth: RELEASE and ROLLBACK TO act on the most
  * recent savepoint of that name, which is the innermost. */
@@ -96,7 +104,16 @@ struct eu_store {
   int next, extcap;
   char deny[256];      /* why the authorizer refused */
   char errmsg[EU_ERRLEN];
+  int stepping;        /* eu_store_step is running a user statement */
+  long long steps;     /* its VM steps so far */
 };
+
+static int on_progress(void *ud) {
+  eu_store *s = ud;
+  if (!s->stepping) return 0;
+  s->steps += EU_STORE_STEP_CHECK;
+  return s->steps > EU_STORE_MAX_STEPS;  /* nonzero interrupts the statement */
+}
 
 /* Error messages */
 
@@ -367,6 +384,7 @@ int eu_store_open_with(eu_store **out, const char *path, const char *first, char
    * (writable_schema and the like). */
   sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
   sqlite3_set_authorizer(s->db, authorize, s);
+  sqlite3_progress_handler(s->db, EU_STORE_STEP_CHECK, on_progress, s);
   rc = first ? eu_store_exec_internal(s, first) : EU_OK;
   if (rc >= 0) rc = eu_store_exec_internal(s, eu_schema);
   if (rc < 0) {
@@ -519,10 +537,16 @@ int eu_store_prepare(eu_store *s, const char *sql, size_t len, sqlite3_stmt **ou
 int eu_store_step(eu_store *s, sqlite3_stmt *st) {
   int rc;
   s->denied = 0;
+  s->steps = 0;
+  s->stepping = 1;
   rc = sqlite3_step(st);
+  s->stepping = 0;
   if (rc == SQLITE_ROW) return 1;
   if (rc == SQLITE_DONE) return 0;
-  rc = fail_sql(s, rc);
+  if (rc == SQLITE_INTERRUPT && s->steps > EU_STORE_MAX_STEPS)
+    rc = fail(s, EU_ESQL, "the statement ran past the CPU limit (more than 200,000,000 SQLite steps)");
+  else
+    rc = fail_sql(s, rc);
   sqlite3_reset(st);
   return rc;
 }
