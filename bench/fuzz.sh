@@ -32,9 +32,11 @@ for name in "${targets[@]}"; do
   mkdir -p "$work/corpus/$name" "$work/crashes/$name"
   dirs=("$work/corpus/$name" "fuzz/corpus/$name")
   [ -d "fuzz/regressions/$name" ] && dirs+=("fuzz/regressions/$name")
+  dict=()
+  [ -f "fuzz/$name.dict" ] && dict=(-dict="fuzz/$name.dict")
   echo "== $name: ${seconds}s"
   "$bin" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2560 -print_final_stats=1 \
-    -artifact_prefix="$work/crashes/$name/" "${dirs[@]}" 2> "$work/$name.log"
+    "${dict[@]}" -artifact_prefix="$work/crashes/$name/" "${dirs[@]}" 2> "$work/$name.log"
   code=$?
   grep -E "^stat::number_of_executed_units|^#[0-9]+ +DONE" "$work/$name.log" | sed 's/^/   /'
   if [ $code -ne 0 ]; then

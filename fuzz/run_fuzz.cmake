@@ -10,9 +10,13 @@ foreach(d "${SRC}/corpus/${NAME}" "${SRC}/regressions/${NAME}")
     list(APPEND dirs "${d}")
   endif()
 endforeach()
+set(dict "")
+if(EXISTS "${SRC}/${NAME}.dict")
+  set(dict "-dict=${SRC}/${NAME}.dict")
+endif()
 execute_process(
   COMMAND "${BIN}" -seed=1 -runs=${RUNS} -timeout=30 -rss_limit_mb=2560 -print_final_stats=1
-          -artifact_prefix=${WORK}/ ${dirs}
+          ${dict} -artifact_prefix=${WORK}/ ${dirs}
   RESULT_VARIABLE code)
 if(NOT code EQUAL 0)
   message(FATAL_ERROR "fuzz_${NAME} failed (exit ${code}); the input that did it is in ${WORK}/")
