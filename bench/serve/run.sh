@@ -44,6 +44,7 @@ trap 'exit 130' INT TERM
 start() {
   local server=$1 dir=$2 i
   mkdir -p "$dir/state"
+  : > "$dir/out"  # before the server's shell opens it: the loop below reads it at once
   port=
   if [ "$server" = eutaxy ]; then
     "$EUTAXY" serve "$here/eutaxy/wrangler.jsonc" --port 0 --state "$dir/state" --quiet \
