@@ -81,7 +81,9 @@ end
 local function api_error(what, err)
   check(type(err) == "string", "%s raised a %s", what, type(err))
   if err:find("not enough memory") then return end
-  check(not err:find("attempt to ") and not err:find("storage%.lua:%d+:") and not err:find("bad argument"),
+  -- the message proper follows the first "FILE:LINE: "; SQL quoted in it may say anything
+  local rest = err:match("^[^:]*:%d+: (.*)$") or err
+  check(not rest:find("^attempt to ") and not rest:find("^bad argument") and not err:find("^[^:]*storage%.lua:%d+:"),
     "%s raised a runtime error: %s", what, err)
 end
 
