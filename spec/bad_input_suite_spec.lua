@@ -10,6 +10,7 @@
 -- The fixtures are in spec/fixtures/bad/: worker.lua has one mistake per
 -- method. Limits are lowered through EUTAXY_CPU_LIMIT and EUTAXY_MEM_LIMIT
 -- so a runaway stops in milliseconds, also under valgrind.
+local process = dofile("spec/helpers/process.lua")
 local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
 local DIR = "spec/fixtures/bad/"
 local WORKER = DIR .. "worker.lua"
@@ -18,15 +19,7 @@ local LIMITS = "EUTAXY_CPU_LIMIT=" .. CPU .. " EUTAXY_MEM_LIMIT=16 "
 
 -- Runs `eutaxy ARGS` with env in front; returns stdout, stderr and the exit code.
 local function eutaxy(env, args)
-  local errfile = os.tmpname()
-  local p = assert(io.popen(env .. bin .. " " .. args .. " 2>" .. errfile))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  local f = assert(io.open(errfile))
-  local err = f:read("a")
-  f:close()
-  os.remove(errfile)
-  return out, err, code
+  return process.run(env .. bin .. " " .. args)
 end
 
 local function has(text, piece)

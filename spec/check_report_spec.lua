@@ -2,6 +2,7 @@
 -- (text and JSON, the same with -j), the run's event log (--json timeline),
 -- the HTML page (--html) and the live progress line on a terminal. The
 -- browser's view of the page is in html_browser_spec.lua.
+local process = dofile("spec/helpers/process.lua")
 local cjson = require "cjson"
 local report_html = require "eutaxy.report_html"
 
@@ -11,17 +12,7 @@ local FIXED = "scenarios/lease-pool/leases.fixed.sim.lua"
 local INJECT = "spec/fixtures/checker/inject.sim.lua"
 local NO_BUDGET = " --budget-ms 600000"
 
-local function run(cmd)
-  local errfile = os.tmpname()
-  local p = assert(io.popen(cmd .. " 2>" .. errfile))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  local f = assert(io.open(errfile))
-  local err = f:read("a")
-  f:close()
-  os.remove(errfile)
-  return out, err, code
-end
+local run = process.run
 
 local function check(args) return run(bin .. " check " .. args) end
 
@@ -32,12 +23,7 @@ local function check_json(args)
   return doc, code
 end
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = process.read
 
 local function count(s, pattern)
   local n = 0

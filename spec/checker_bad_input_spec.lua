@@ -1,20 +1,14 @@
 --- Scenarios that are wrong in one way each (spec/fixtures/checker/bad/):
 -- `eutaxy check` exits 2 with one message on stderr that says what is wrong
 -- and where, and prints nothing on stdout.
+local process = dofile("spec/helpers/process.lua")
 local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
 local DIR = "spec/fixtures/checker/bad/"
 
 -- Runs `eutaxy check` on a bad scenario; returns its stderr, checking the
 -- exit code and that nothing went to stdout.
 local function refused(file)
-  local errfile = os.tmpname()
-  local p = assert(io.popen(bin .. " check " .. DIR .. file .. " 2>" .. errfile))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  local f = assert(io.open(errfile))
-  local err = f:read("a")
-  f:close()
-  os.remove(errfile)
+  local out, err, code = process.run(bin .. " check " .. DIR .. file)
   assert.are.equal(2, code, out .. err)
   assert.are.equal("", out)
   assert.not_matches("stack traceback", err)

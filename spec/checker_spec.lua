@@ -2,6 +2,7 @@
 -- scenarios and on spec/fixtures/checker/, its reports, JSON, exit codes and
 -- options. Every run that counts schedules gets a budget it cannot reach, so
 -- a slow machine (or a sanitizer build) changes no verdict.
+local process = dofile("spec/helpers/process.lua")
 local cjson = require "cjson"
 
 local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
@@ -12,15 +13,7 @@ local NO_BUDGET = " --budget-ms 600000"
 
 -- Runs `eutaxy check ARGS`; returns stdout, stderr and the exit code.
 local function check(args)
-  local errfile = os.tmpname()
-  local p = assert(io.popen(bin .. " check " .. args .. " 2>" .. errfile))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  local f = assert(io.open(errfile))
-  local err = f:read("a")
-  f:close()
-  os.remove(errfile)
-  return out, err, code
+  return process.run(bin .. " check " .. args)
 end
 
 local function check_json(args)

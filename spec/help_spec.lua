@@ -1,28 +1,16 @@
 --- eutaxy help, every command's --help, and the man page: one text
 -- (lua/eutaxy/help.lua), checked against what the parsers really accept.
+local process = dofile("spec/helpers/process.lua")
 local help = require "eutaxy.help"
 
 local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
 
 -- stdout, stderr and the exit code of `eutaxy ARGS`.
 local function run(args)
-  local errfile = os.tmpname()
-  local p = assert(io.popen(bin .. " " .. args .. " 2>" .. errfile))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  local f = assert(io.open(errfile))
-  local err = f:read("a")
-  f:close()
-  os.remove(errfile)
-  return out, err, code
+  return process.run(bin .. " " .. args)
 end
 
-local function read(path)
-  local f = assert(io.open(path))
-  local text = f:read("a")
-  f:close()
-  return text
-end
+local read = process.read
 
 -- The flags a parser compares its arguments with: `a == "--json"` and
 -- `["--port"] = ...` (a table of handlers), in the order they appear.

@@ -1,29 +1,15 @@
 --- eutaxy init DIR: the starter project it writes is checked and tested
 -- here as a user would, from its own folder.
+local process = dofile("spec/helpers/process.lua")
 local json = require "eutaxy.json"
 local starter = require "eutaxy.starter"
 
 local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
 if bin:sub(1, 1) ~= "/" then bin = os.getenv("PWD") .. "/" .. bin end
 
-local function sh(command)
-  local errfile = os.tmpname()
-  local p = assert(io.popen(command .. " 2>" .. errfile))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  local f = assert(io.open(errfile))
-  local err = f:read("a")
-  f:close()
-  os.remove(errfile)
-  return out, err, code
-end
+local sh = process.run
 
-local function read(path)
-  local f = assert(io.open(path))
-  local text = f:read("a")
-  f:close()
-  return text
-end
+local read = process.read
 
 -- A fresh path that does not exist yet.
 local function fresh_dir()

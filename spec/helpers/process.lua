@@ -1,0 +1,33 @@
+--- What the specs that run the eutaxy binary share:
+--   local process = dofile("spec/helpers/process.lua")
+local process = {}
+
+--- The binary under test (ctest passes EUTAXY_BIN).
+process.bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
+
+--- Runs a shell command; returns its stdout, its stderr and its exit code.
+---@param command string
+---@return string, string, integer
+function process.run(command)
+  local errfile = os.tmpname()
+  local p = assert(io.popen(command .. " 2>" .. errfile))
+  local out = p:read("a")
+  local _, _, code = p:close()
+  local f = assert(io.open(errfile))
+  local err = f:read("a")
+  f:close()
+  os.remove(errfile)
+  return out, err, code
+end
+
+--- The whole of a file, as bytes.
+---@param path string
+---@return string
+function process.read(path)
+  local f = assert(io.open(path, "rb"))
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+return process
