@@ -289,8 +289,8 @@ static served_store *open_served(server *s, const char *path, char *err, size_t 
 }
 
 /* Closes a kept file; one being synced is never closed. An evicted file
- * keeps its WAL, already synced, for its next opening: closing then costs
- * no checkpoint and no sync. */
+ * (or one start-up only looked into) keeps its WAL, already synced, for its
+ * next opening: closing then costs no checkpoint and no sync. */
 static void drop_served(server *s, int i, int evicted) {
   served_store *ss = s->stores[i];
   s->stores[i] = s->stores[--s->nstores];
@@ -383,7 +383,7 @@ static int rearm_alarms(server *s, char *err, size_t errlen) {
     ss->fresh = 0;
     if (eu_store_get_alarm(ss->store, &has, &at, &retry) != EU_OK || !has ||
         eu_store_internal_prepare(ss->store, "SELECT binding, hex, name FROM _eutaxy_serve_object WHERE id = 1", &q) != EU_OK) {
-      drop_served(s, s->nstores - 1, 0);
+      drop_served(s, s->nstores - 1, 1);  /* as it was: no checkpoint, no sync */
       continue;
     }
     if (eu_store_internal_step(ss->store, q) == 1) {
@@ -397,7 +397,7 @@ static int rearm_alarms(server *s, char *err, size_t errlen) {
     eu_store_reset(ss->store, q);
     ns = binding ? eu_world_binding(s->w, bcopy) : -1;
     if (ns < 0) {  /* a binding the config no longer has: its alarm sleeps */
-      drop_served(s, s->nstores - 1, 0);
+      drop_served(s, s->nstores - 1, 1);
       continue;
     }
     ss->ns = ns;
