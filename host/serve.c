@@ -360,7 +360,6 @@ static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, siz
 static int rearm_alarms(server *s, char *err, size_t errlen) {
   DIR *d = opendir(s->state);
   struct dirent *e;
-  (void)err; (void)errlen;
   if (!d) return eu_err(err, errlen, EU_EINVAL, "cannot read %s: %s", s->state, strerror(errno));
   while ((e = readdir(d)) != NULL) {
     char path[4200], ebuf[EU_ERRLEN];
