@@ -620,6 +620,20 @@ int eu_store_internal_step(eu_store *s, sqlite3_stmt *st) {
  * so the next run starts from the same database without reopening it or
  * preparing its statements again. SQLite can end a transaction by itself
  * after some failures; then the baseline is lost and the store says so. */
+/* COMMIT, all or nothing: a refused COMMIT (a deferred foreign key, say)
+ * leaves the transaction open, and its writes must not leak into the next
+ * one, so it is rolled back, keeping the COMMIT's message. */
+static int commit_all(eu_store *s) {
+  int rc = is_run(s, IS_COMMIT);
+  if (rc < 0 && !sqlite3_get_autocommit(s->db)) {
+    char msg[EU_ERRLEN];
+    memcpy(msg, s->errmsg, sizeof msg);
+    is_run(s, IS_ROLLBACK);
+    memcpy(s->errmsg, msg, sizeof msg);
+  }
+  return rc;
+}
+
 int eu_store_baseline_begin(eu_store *s) {
   int rc;
   if (s->baseline) return EU_OK;
@@ -648,12 +662,7 @@ int eu_store_baseline_commit(eu_store *s) {
   reset_busy(s);
   if (s->turn) rc = fail(s, EU_EINVAL, "a turn is open");
   else if (sqlite3_get_autocommit(s->db)) rc = fail(s, EU_ESQL, "the batch's transaction was rolled back by SQLite");
-  else if ((rc = is_run(s, IS_COMMIT)) < 0 && !sqlite3_get_autocommit(s->db)) {
-    char msg[EU_ERRLEN];
-    memcpy(msg, s->errmsg, sizeof msg);
-    is_run(s, IS_ROLLBACK);
-    memcpy(s->errmsg, msg, sizeof msg);
-  }
+  else rc = commit_all(s);
   s->baseline = s->turn = s->depth = 0;
   return rc;
 }
@@ -698,16 +707,8 @@ int eu_store_commit(eu_store *s) {
     return EU_OK;
   }
   reset_busy(s);
-  rc = is_run(s, IS_COMMIT);
+  rc = commit_all(s);
   s->depth = 0;
-  if (rc < 0 && !sqlite3_get_autocommit(s->db)) {
-    /* A refused COMMIT (a deferred foreign key, say) leaves the transaction
-     * open; the turn's writes must not leak into the next one. */
-    char msg[EU_ERRLEN];
-    memcpy(msg, s->errmsg, sizeof msg);
-    is_run(s, IS_ROLLBACK);
-    memcpy(s->errmsg, msg, sizeof msg);
-  }
   return rc;
 }
 
