@@ -20,15 +20,11 @@ describe("eutaxy serve, durability", function()
   local state
 
   before_each(function()
-    if not h.have("curl") then pending("curl is not installed (the .ci/packages list has it)") end
-    state = h.tempdir()
+    state = h.begin()
+    if not state then pending("curl is not installed (the .ci/packages list has it)") end
   end)
 
-  after_each(function()
-    local report = h.stop_all()
-    h.cleanup(state)
-    assert.is_nil(report)
-  end)
+  after_each(function() h.finish(state) end)
 
   it("keeps every acknowledged write through a kill -9 in a stream of writes, and no half of one", function()
     local server = h.start(state)

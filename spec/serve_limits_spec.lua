@@ -18,15 +18,11 @@ describe("eutaxy serve, limits", function()
   local state
 
   before_each(function()
-    if not h.have("curl") then pending("curl is not installed (the .ci/packages list has it)") end
-    state = h.tempdir()
+    state = h.begin()
+    if not state then pending("curl is not installed (the .ci/packages list has it)") end
   end)
 
-  after_each(function()
-    local report = h.stop_all()
-    h.cleanup(state)
-    assert.is_nil(report)
-  end)
+  after_each(function() h.finish(state) end)
 
   it("answers 408 and closes when a request does not arrive within --header-timeout", function()
     local server = h.start(state, "--header-timeout 0.3")

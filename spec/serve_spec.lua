@@ -8,15 +8,13 @@ describe("eutaxy serve", function()
   local state, server
 
   before_each(function()
-    if not h.have("curl") then pending("curl is not installed (the .ci/packages list has it)") end
-    state = h.tempdir()
+    state = h.begin()
+    if not state then pending("curl is not installed (the .ci/packages list has it)") end
   end)
 
   after_each(function()
-    local report = h.stop_all()
     server = nil
-    h.cleanup(state)
-    assert.is_nil(report)
+    h.finish(state)
   end)
 
   it("counts POSTs in an object and keeps the count across a clean restart", function()
