@@ -44,20 +44,26 @@ static int key_order(const eu_key *a, const eu_key *b) {
  * next and pairs.
  */
 
-/* The smallest key greater than k: O(n) per call, which keeps next free of
- * hidden state. pairs, which most code uses, sorts once instead. */
-static int d_next(lua_State *L) {
+static void (*charge)(lua_State *L, int64_t cost, const char *what);
+
+void eu_determ_meter(void (*fn)(lua_State *L, int64_t cost, const char *what)) {
+  charge = fn;
+}
+
+static void charge_sort(lua_State *L, size_t n, const char *what) {
+  int64_t lg = 1;
+  if (!charge) return;
+  while (((size_t)1 << lg) < n && lg < 62) lg++;
+  charge(L, (int64_t)n * lg + 1, what);
+}
+
+/* The smallest key greater than k, found by a scan: for a key the cache
+ * below no longer knows (set to nil before the traversal it names). */
+static int next_scan(lua_State *L) {
   eu_key k, cand, best;
   int have = 0;
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 2);
-  if (!lua_isnil(L, 2)) {
-    /* raw next raises "invalid key to 'next'" for a key t never held, and
-     * accepts one just set to nil during a traversal: the same rule as Lua */
-    lua_pushvalue(L, 2);
-    if (lua_next(L, 1)) lua_pop(L, 2);
-  }
   eu_key_describe(L, 2, &k);
+  lua_settop(L, 2);
   lua_pushnil(L);  /* 3: the best key so far */
   lua_pushnil(L);
   while (lua_next(L, 1)) {  /* 4: key, 5: value */
@@ -77,6 +83,114 @@ static int d_next(lua_State *L) {
   lua_pushvalue(L, 3);
   lua_rawget(L, 1);
   return 2;
+}
+
+/* next keeps, per state, the key order of the table it last stepped
+ * through: { t, keys in eu_keycmp order, key -> its position }. A
+ * traversal (next(t, nil), then each key in turn) sorts once and steps in
+ * O(1) amortised, visiting what the scan above would visit: keys set to
+ * nil on the way are skipped, as the scan would not see them. */
+static const char next_key = 0;
+
+static void next_rebuild(lua_State *L) {
+  eu_key *order;
+  size_t n = 0, i = 0;
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    lua_pop(L, 1);
+    n++;
+  }
+  if (n > (size_t)INT32_MAX) luaL_error(L, "table too large for next");
+  charge_sort(L, n, "next");
+  lua_createtable(L, 3, 0);  /* the cache */
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, -2, 1);
+  lua_createtable(L, (int)n, 0);  /* the keys as found, which hold their strings */
+  order = (eu_key *)lua_newuserdatauv(L, n * sizeof *order, 0);
+  lua_pushnil(L);
+  while (lua_next(L, 1) && i < n) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, -4, (lua_Integer)i + 1);
+    eu_key_describe(L, -1, &order[i]);
+    order[i].pos = i + 1;
+    i++;
+  }
+  eu_key_sort(order, i);
+  lua_createtable(L, (int)i, 0);  /* keys in order */
+  lua_createtable(L, 0, (int)i);  /* key -> position */
+  for (n = 0; n < i; n++) {
+    lua_rawgeti(L, -4, (lua_Integer)order[n].pos);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, -4, (lua_Integer)n + 1);
+    lua_pushinteger(L, (lua_Integer)n + 1);
+    lua_rawset(L, -3);
+  }
+  lua_rawseti(L, -5, 3);
+  lua_rawseti(L, -4, 2);
+  lua_pop(L, 2);
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &next_key);
+}
+
+static int d_next(lua_State *L) {
+  lua_Integer i = 0, n;
+  int64_t steps = 0;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 2);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &next_key);  /* 3 */
+  if (lua_isnil(L, 2)) {
+    lua_pop(L, 1);
+    next_rebuild(L);
+  } else {
+    int hit = 0;
+    if (lua_istable(L, 3)) {
+      lua_rawgeti(L, 3, 1);
+      if (lua_rawequal(L, -1, 1)) {
+        lua_rawgeti(L, 3, 3);
+        lua_pushvalue(L, 2);
+        lua_rawget(L, -2);
+        if (lua_isinteger(L, -1)) {
+          i = lua_tointeger(L, -1);
+          hit = 1;
+        }
+        lua_pop(L, 2);
+      }
+      lua_pop(L, 1);
+    }
+    if (!hit) {
+      /* raw next raises "invalid key to 'next'" for a key t never held, and
+       * accepts one just set to nil during a traversal: the same rule as Lua */
+      lua_pushvalue(L, 2);
+      if (lua_next(L, 1)) lua_pop(L, 2);
+      lua_pop(L, 1);
+      next_rebuild(L);
+      lua_rawgeti(L, 3, 3);
+      lua_pushvalue(L, 2);
+      lua_rawget(L, -2);
+      if (!lua_isinteger(L, -1)) {
+        lua_settop(L, 2);
+        return next_scan(L);
+      }
+      i = lua_tointeger(L, -1);
+      lua_pop(L, 2);
+    }
+  }
+  lua_rawgeti(L, 3, 2);  /* 4: keys in order */
+  n = (lua_Integer)lua_rawlen(L, 4);
+  while (++i <= n) {
+    steps++;
+    lua_rawgeti(L, 4, i);
+    lua_pushvalue(L, -1);
+    if (lua_rawget(L, 1) != LUA_TNIL) {
+      if (charge) charge(L, steps, "next");
+      return 2;
+    }
+    lua_pop(L, 2);
+  }
+  if (charge) charge(L, steps + 1, "next");
+  lua_pushnil(L);
+  return 1;
 }
 
 /* Upvalues: 1 the table, 2 its keys as of the pairs call, 3 an eu_key array
@@ -136,6 +250,7 @@ static int d_pairs(lua_State *L) {
     lua_pop(L, 1);
   }
   lua_settop(L, 3);
+  charge_sort(L, i, "pairs");
   eu_key_sort(order, i);
   lua_pushvalue(L, 1);
   lua_insert(L, 2);  /* 1 t, 2 t, 3 keys, 4 order */

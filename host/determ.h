@@ -36,4 +36,10 @@ typedef struct eu_determ_hooks {
 /* Installs the replacements in L's globals. hooks must outlive L. */
 int eu_determ_open(lua_State *L, const eu_determ_hooks *hooks);
 
+/* What next and pairs charge their work to (sandbox.h's meter), for every
+ * state of the process; NULL, the default, charges nothing. next keeps the
+ * order of the table it last traversed, so a traversal costs one sort and
+ * a step each. */
+void eu_determ_meter(void (*charge)(lua_State *L, int64_t cost, const char *what));
+
 #endif

@@ -4,8 +4,10 @@
  * The allocator counts every byte so one object cannot take the process's
  * memory; past the limit an allocation fails and Lua raises its ordinary
  * "not enough memory" inside the isolate, which ends that invocation only.
+ * Bytes the object uses elsewhere (its SQLite memory, eu_isolate_count_also)
+ * count toward the same limit. What user code can reach, and the CPU
+ * limit, are sandbox.c's.
  */
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include "eutaxy.h"
 #include "faultsim.h"
 #include "isolate.h"
+#include "sandbox.h"
 
 /* Small blocks come from size classes of 16 bytes up to EU_SMALL, carved
  * from chunks the isolate owns and kept on free lists: a Lua state makes and
@@ -38,10 +41,8 @@ struct eu_isolate {
   void *free_list[EU_CLASSES];
   char *bump, *bump_end;
   slab_chunk *chunks;
-  int64_t budget;    /* VM instructions left to the running turn */
-  int64_t limit;     /* the turn's whole budget, for the message */
-  int stopped;       /* the hook suspended the turn: stop_msg says why */
-  char stop_msg[320];
+  const size_t *also;  /* bytes used elsewhere by the same object, or NULL */
+  eu_meter meter;
   size_t reserve;    /* how far past mem_limit the host's own work may go */
   void *ud;
   void (*log)(void *ud, const char *msg, size_t len);
@@ -67,6 +68,24 @@ size_t eu_isolate_mem(eu_isolate *iso) {
   return iso->mem;
 }
 
+const size_t *eu_isolate_mem_ptr(eu_isolate *iso) {
+  return &iso->mem;
+}
+
+void eu_isolate_count_also(eu_isolate *iso, const size_t *also) {
+  iso->also = also;
+}
+
+eu_meter *eu_isolate_meter(eu_isolate *iso) {
+  return &iso->meter;
+}
+
+/* Whether growing a block by old -> nsize stays within the limit. */
+static int within(eu_isolate *iso, size_t old, size_t nsize) {
+  size_t used = iso->mem - old + nsize + (iso->also ? *iso->also : 0);
+  return used <= iso->mem_limit + iso->reserve;
+}
+
 #if defined(EU_PLAIN_MALLOC)
 
 static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
@@ -78,8 +97,9 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     iso->mem -= old;
     return NULL;
   }
+  if (!ptr && osize == LUA_TSTRING) eu_sandbox_charge_alloc(&iso->meter, nsize);
   if (nsize > old) {
-    if (iso->mem - old + nsize > iso->mem_limit + iso->reserve) return NULL;  /* the user's limit */
+    if (!within(iso, old, nsize)) return NULL;  /* the user's limit */
     if (eu_faultsim_alloc()) {
       eu_faultsim_note_oom();
       return NULL;
@@ -136,8 +156,9 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     iso->mem -= old;
     return NULL;
   }
+  if (!ptr && osize == LUA_TSTRING) eu_sandbox_charge_alloc(&iso->meter, nsize);
   if (nsize > old) {
-    if (iso->mem - old + nsize > iso->mem_limit + iso->reserve) return NULL;  /* the user's limit */
+    if (!within(iso, old, nsize)) return NULL;  /* the user's limit */
     if (eu_faultsim_alloc()) {
       eu_faultsim_note_oom();
       return NULL;
@@ -177,7 +198,7 @@ static int l_print(lua_State *L) {
   luaL_buffinit(L, &b);
   for (i = 1; i <= n; i++) {
     if (i > 1) luaL_addchar(&b, '\t');
-    luaL_tolstring(L, i, NULL);
+    eu_sandbox_tolstring(L, i, NULL);
     luaL_addvalue(&b);
   }
   luaL_pushresult(&b);
@@ -214,53 +235,6 @@ static unsigned hash_path(const char *s) {
   return h % CHUNK_BUCKETS;
 }
 
-/* Where a module was found, by package.path and name: the search tries
- * files that do not exist, which costs a system call each. */
-typedef struct found {
-  char *key;   /* package.path, NUL, name */
-  size_t klen;
-  char *path;
-  struct found *next;
-} found;
-
-static found *founds[CHUNK_BUCKETS];
-
-static unsigned hash_bytes(const char *s, size_t n) {
-  unsigned h = 2166136261u;
-  while (n--) h = (h ^ (unsigned char)*s++) * 16777619u;
-  return h % CHUNK_BUCKETS;
-}
-
-static const char *found_path(const char *key, size_t klen) {
-  found *f;
-  for (f = founds[hash_bytes(key, klen)]; f; f = f->next)
-    if (f->klen == klen && memcmp(f->key, key, klen) == 0) return f->path;
-  return NULL;
-}
-
-static void remember_path(const char *key, size_t klen, const char *path) {
-  found *f = calloc(1, sizeof *f);
-  unsigned h = hash_bytes(key, klen);
-  if (!f || !(f->key = malloc(klen)) || !(f->path = strdup(path))) {
-    if (f) free(f->key);
-    free(f);
-    return;
-  }
-  memcpy(f->key, key, klen);
-  f->klen = klen;
-  f->next = founds[h];
-  founds[h] = f;
-}
-
-typedef struct copen {
-  char *key;   /* package.cpath, NUL, name */
-  size_t klen;
-  lua_CFunction open;
-  struct copen *next;
-} copen;
-
-static copen *copens[CHUNK_BUCKETS];
-
 static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud) {
   eu_buf *b = ud;
   (void)L;
@@ -291,20 +265,8 @@ int eu_isolate_loadfile(lua_State *L, const char *path) {
 
 void eu_isolate_cache_clear(void) {
   int i;
+  eu_sandbox_cache_clear();
   for (i = 0; i < CHUNK_BUCKETS; i++) {
-    while (copens[i]) {
-      copen *c = copens[i];
-      copens[i] = c->next;
-      free(c->key);
-      free(c);
-    }
-    while (founds[i]) {
-      found *f = founds[i];
-      founds[i] = f->next;
-      free(f->key);
-      free(f->path);
-      free(f);
-    }
     while (chunks[i]) {
       chunk *c = chunks[i];
       chunks[i] = c->next;
@@ -315,153 +277,19 @@ void eu_isolate_cache_clear(void) {
   }
 }
 
-/* package.searchers[2], with the caches: finds name on package.path. */
-static int searcher(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1), *path, *key;
-  size_t klen;
-  lua_getglobal(L, "package");
-  lua_getfield(L, -1, "path");
-  lua_pushliteral(L, "\0");
-  lua_pushvalue(L, 1);
-  lua_concat(L, 3);
-  key = lua_tolstring(L, -1, &klen);
-  path = found_path(key, klen);
-  if (path) {
-    lua_pushstring(L, path);
-  } else {
-    lua_getfield(L, -2, "searchpath");
-    lua_pushstring(L, name);
-    lua_getfield(L, -4, "path");
-    lua_call(L, 2, 2);
-    if (lua_isnil(L, -2)) return 1;  /* the message of searchpath: where it looked */
-    lua_pop(L, 1);
-    remember_path(key, klen, lua_tostring(L, -1));
-  }
-  path = lua_tostring(L, -1);
-  if (eu_isolate_loadfile(L, path) != LUA_OK)
-    return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s", name, path, lua_tostring(L, -1));
-  lua_pushstring(L, path);
-  return 2;
-}
-
-/* package.searchers[3] with a cache: C modules (lua-cjson) are opened once
- * per process; every later isolate gets the same luaopen_ function without
- * a file system search or a dlopen. */
-static int csearcher(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1), *key, *path, *mark;
-  size_t klen;
-  copen *c;
-  unsigned h;
-  void *lib;
-  lua_CFunction open;
-  lua_getglobal(L, "package");
-  lua_getfield(L, -1, "cpath");
-  lua_pushliteral(L, "\0");
-  lua_pushvalue(L, 1);
-  lua_concat(L, 3);
-  key = lua_tolstring(L, -1, &klen);
-  h = hash_bytes(key, klen);
-  for (c = copens[h]; c; c = c->next)
-    if (c->klen == klen && memcmp(c->key, key, klen) == 0) {
-      lua_pushcfunction(L, c->open);
-      lua_pushliteral(L, ":cached");
-      return 2;
-    }
-  lua_getfield(L, -2, "searchpath");
-  lua_pushvalue(L, 1);
-  lua_getfield(L, -4, "cpath");
-  lua_call(L, 2, 2);
-  if (lua_isnil(L, -2)) return 1;
-  path = lua_tostring(L, -2);
-  lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s", name, path, dlerror());
-  mark = strchr(name, '-');  /* "a-b" opens as luaopen_b, as Lua's own searcher does */
-  lua_pushstring(L, mark ? mark + 1 : name);
-  lua_pushliteral(L, "luaopen_");
-  lua_insert(L, -2);
-  lua_concat(L, 2);
-  luaL_gsub(L, lua_tostring(L, -1), ".", "_");
-  open = (lua_CFunction)(uintptr_t)dlsym(lib, lua_tostring(L, -1));
-  if (!open) return luaL_error(L, "error loading module '%s' from file '%s':\n\tno %s", name, path, lua_tostring(L, -1));
-  c = calloc(1, sizeof *c);
-  if (c && (c->key = malloc(klen)) != NULL) {  /* the library stays open: c keeps its function */
-    memcpy(c->key, key, klen);
-    c->klen = klen;
-    c->open = open;
-    c->next = copens[h];
-    copens[h] = c;
-  } else {
-    free(c);
-  }
-  lua_pushcfunction(L, open);
-  lua_pushstring(L, path);
-  return 2;
-}
-
-/* loadfile(path [, mode [, env]]), cached for a path given as a string. */
-static int l_loadfile(lua_State *L) {
-  const char *path = luaL_optstring(L, 1, NULL);
-  int env = !lua_isnone(L, 3) ? 3 : 0;
-  if (!path || (!lua_isnoneornil(L, 2) && strcmp(lua_tostring(L, 2), "bt") != 0)) {
-    lua_pushvalue(L, lua_upvalueindex(1));  /* Lua's own loadfile */
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
-  }
-  if (eu_isolate_loadfile(L, path) != LUA_OK) {
-    luaL_pushfail(L);
-    lua_insert(L, -2);
-    return 2;
-  }
-  if (env) {
-    lua_pushvalue(L, env);
-    if (!lua_setupvalue(L, -2, 1)) lua_pop(L, 1);
-  }
-  return 1;
-}
-
-static void set_path(lua_State *L, const char *field, const char *projectdir,
-                     const char *libdir, const char *ext) {
-  lua_getglobal(L, "package");
-  if (ext[0] == 'l') {
-    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s/?.lua;%s/?/init.lua;%s", projectdir, projectdir,
-                    libdir, libdir, LUA_PATH_DEFAULT);
-  } else {
-    lua_pushstring(L, LUA_CPATH_DEFAULT);
-  }
-  lua_setfield(L, -2, field);
-  lua_pop(L, 1);
-}
-
-
 static int boot(lua_State *L) {
   const eu_isolate_opts *o = lua_touserdata(L, 1);
-  luaL_openlibs(L);
+  eu_sandbox_opts so;
   /* Booting only allocates; collecting while it does is wasted work. The
    * owner restarts the collector once the isolate's program is loaded. */
   lua_gc(L, LUA_GCSTOP);
+  so.libdir = o->libdir;
+  so.projectdir = o->projectdir ? o->projectdir : ".";
+  so.open_core = o->open_core;
+  eu_sandbox_open(L, &so);
   eu_determ_open(L, o->hooks);
   lua_pushcfunction(L, l_print);
   lua_setglobal(L, "print");
-  set_path(L, "path", o->projectdir ? o->projectdir : ".", o->libdir, "lua");
-  set_path(L, "cpath", NULL, NULL, "c");
-  lua_getglobal(L, "package");
-  lua_getfield(L, -1, "searchers");
-  lua_pushcfunction(L, searcher);
-  lua_rawseti(L, -2, 2);
-  lua_pushcfunction(L, csearcher);
-  lua_rawseti(L, -2, 3);
-  lua_pop(L, 2);
-  /* loadfile goes through the cache too; other modes use the original */
-  lua_getglobal(L, "loadfile");
-  lua_pushcclosure(L, l_loadfile, 1);
-  lua_setglobal(L, "loadfile");
-  if (o->open_core) {
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-    lua_pushcfunction(L, o->open_core);
-    lua_setfield(L, -2, "eutaxy.core");
-    lua_pop(L, 1);
-  }
   return 0;
 }
 
@@ -500,45 +328,23 @@ void eu_isolate_reserve(eu_isolate *iso, int on) {
   iso->reserve = on ? EU_ISOLATE_RESERVE : 0;
 }
 
+/* Closing runs no user code: the sandbox refuses __gc, and the turns'
+ * to-be-closed variables live on their coroutines, which lua_close frees
+ * without running. What the host runs meanwhile gets one turn's budget. */
 void eu_isolate_close(eu_isolate *iso) {
   if (!iso) return;
-  if (iso->L) lua_close(iso->L);
+  if (iso->L) {
+    eu_sandbox_arm(iso->L, 0);
+    lua_close(iso->L);
+  }
   free_chunks(iso);
   free(iso);
 }
 
-#define EU_HOOK_STEP 10000
-
-/* The message names the line the loop was on: the hook runs in its frame.
- * An error could be caught by a pcall in the loop, which would go on; a
- * yield from a hook cannot be: the owner finds the turn suspended, sees
- * eu_isolate_stopped and ends it. Where no yield can happen (a comparator
- * of table.sort, say) the error is all there is. */
-static void cpu_hook(lua_State *L, lua_Debug *ar) {
-  eu_isolate *iso = eu_isolate_of(L);
-  char where[160] = "";
-  iso->budget -= EU_HOOK_STEP;
-  if (iso->budget >= 0) return;
-  if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
-    snprintf(where, sizeof where, "%s:%d: ", ar->short_src, ar->currentline);
-  snprintf(iso->stop_msg, sizeof iso->stop_msg,
-           "%sCPU limit exceeded: more than %lld VM instructions without yielding", where, (long long)iso->limit);
-  if (lua_isyieldable(L)) {
-    iso->stopped = 1;
-    lua_yield(L, 0);
-    return;
-  }
-  lua_pushstring(L, iso->stop_msg);
-  lua_error(L);
-}
-
 const char *eu_isolate_stopped(eu_isolate *iso) {
-  return iso->stopped ? iso->stop_msg : NULL;
+  return iso->meter.stopped ? iso->meter.msg : NULL;
 }
 
 void eu_isolate_arm(lua_State *co, int64_t limit) {
-  eu_isolate *iso = eu_isolate_of(co);
-  iso->budget = iso->limit = limit;
-  iso->stopped = 0;
-  lua_sethook(co, limit > 0 ? cpu_hook : NULL, limit > 0 ? LUA_MASKCOUNT : 0, EU_HOOK_STEP);
+  eu_sandbox_arm(co, limit);
 }

@@ -2,9 +2,11 @@
  * isolate.h: one lua_State and what makes it an isolate.
  *
  * An isolate has its own allocator (counted, with a limit), its own module
- * cache, the deterministic base library (determ.h), a package.path that
- * finds eutaxy's Lua modules and the user's project, `eutaxy.core` preloaded
- * with the functions its owner gives, and print sent to the owner's log.
+ * cache, the sandboxed base library and its CPU limit (sandbox.h) made
+ * deterministic (determ.h), a require that finds eutaxy's Lua modules and
+ * the user's project, `eutaxy.core` opened with the functions its owner
+ * gives and seen by eutaxy's own modules only, and print sent to the
+ * owner's log.
  * It knows nothing of objects, tasks or the scheduler: the world owns those
  * and reaches its own data through eu_isolate_ud.
  */
@@ -13,6 +15,7 @@
 
 #include <lua.h>
 #include "determ.h"
+#include "sandbox.h"
 
 typedef struct eu_isolate eu_isolate;
 
@@ -35,6 +38,14 @@ void *eu_isolate_ud(lua_State *L);          /* the owner's data, from any thread
 eu_isolate *eu_isolate_of(lua_State *L);
 size_t eu_isolate_mem(eu_isolate *iso);
 size_t eu_isolate_mem_limit(eu_isolate *iso);
+eu_meter *eu_isolate_meter(eu_isolate *iso);  /* the CPU meter, for sandbox.c */
+
+/* Bytes the same object uses elsewhere (its SQLite memory): *also counts
+ * toward the limit with the isolate's own, read at every allocation that
+ * grows; NULL to stop. also must stay valid until then or the close. */
+void eu_isolate_count_also(eu_isolate *iso, const size_t *also);
+/* The isolate's live byte count, for another allocator to add to its own. */
+const size_t *eu_isolate_mem_ptr(eu_isolate *iso);
 
 /* Memory the host's own work may take past the limit (reporting the error
  * of an invocation that filled the isolate): on lifts the limit by
@@ -46,9 +57,11 @@ void eu_isolate_reserve(eu_isolate *iso, int on);
 int eu_isolate_loadfile(lua_State *L, const char *path);
 void eu_isolate_cache_clear(void);
 
-/* CPU limit: a count hook on co raises "CPU limit exceeded" once the
- * isolate has run more than limit VM instructions since eu_isolate_arm.
- * One thread of an isolate runs at a time, so the budget is the isolate's. */
+/* CPU limit (sandbox.h): stops co, and every coroutine it resumes, once the
+ * isolate has run more than limit VM instructions, C functions' work
+ * included, since eu_isolate_arm. limit 0 gives the last turn's limit
+ * again, to what the host runs between turns. One thread of an isolate runs
+ * at a time, so the budget is the isolate's. */
 void eu_isolate_arm(lua_State *co, int64_t limit);
 /* Where the turn's coroutine can yield, the hook suspends it instead of
  * raising (a pcall cannot catch that): after such a yield this is the

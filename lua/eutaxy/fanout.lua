@@ -33,7 +33,9 @@
 -- Delivery is at least once: an attempt that never settles (the isolate was
 -- reset, the invocation died) comes back when its claim's lease ends, so a
 -- target must be idempotent, and memoize(key, fn) helps it be.
-local core = require "eutaxy.core"
+-- Inside an isolate eutaxy.core is the third argument of this chunk, and
+-- user code cannot require it; in a host Lua state require finds it.
+local core = select(3, ...) or require "eutaxy.core"
 local errors = require "eutaxy.errors"
 
 local type, pcall, error, ipairs, pairs, setmetatable, tostring, select =

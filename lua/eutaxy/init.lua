@@ -6,7 +6,9 @@
 -- Inside an isolate, now/sleep/uuid are the world's virtual clock and
 -- seeded randomness. In a host Lua state (a spec) they are not available:
 -- the spec drives time through its world.
-local core = require "eutaxy.core"
+-- Inside an isolate eutaxy.core is the third argument of this chunk, and
+-- user code cannot require it; in a host Lua state require finds it.
+local core = select(3, ...) or require "eutaxy.core"
 local errors = require "eutaxy.errors"
 
 -- Request, Response, Headers, json and url load on first use: an isolate

@@ -5,7 +5,9 @@
 -- The host (host/world.c) calls boot once per isolate and dispatch once per
 -- invocation, each in a coroutine of its own; it never reaches into user
 -- code any other way.
-local core = require "eutaxy.core"
+-- Inside an isolate eutaxy.core is the third argument of this chunk, and
+-- user code cannot require it; in a host Lua state require finds it.
+local core = select(3, ...) or require "eutaxy.core"
 local errors = require "eutaxy.errors"
 local eutaxy = require "eutaxy"
 
@@ -143,6 +145,9 @@ local function make_env(bindings)
     end,
   })
 end
+
+-- core.loadfile is the host's: an isolate has no loadfile of its own.
+local loadfile = core.loadfile or loadfile
 
 local function load_module(entry)
   local chunk, err = loadfile(entry)

@@ -24,7 +24,9 @@
 -- raises takes back what it wrote since its last yield point, and its
 -- failure is recorded for a retry. Handlers may yield (call other objects,
 -- sleep): an alarm runs them one after another.
-local core = require "eutaxy.core"
+-- Inside an isolate eutaxy.core is the third argument of this chunk, and
+-- user code cannot require it; in a host Lua state require finds it.
+local core = select(3, ...) or require "eutaxy.core"
 local errors = require "eutaxy.errors"
 
 local scheduler = {}
