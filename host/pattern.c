@@ -71,6 +71,7 @@ static int in_class(int c, int cl) {
     case 'u': r = isupper(c); break;
     case 'w': r = isalnum(c); break;
     case 'x': r = isxdigit(c); break;
+    case 'z': r = c == 0; break;  /* deprecated in Lua 5.2, still accepted */
     default: return cl == c;
   }
   if (isupper(cl)) r = !r;
