@@ -24,6 +24,54 @@
 
 /* ---- statements ------------------------------------------------------ */
 
+/* ---- what the engine reads ------------------------------------------- */
+
+/* The engine's tables are its own, but a row in them may still break its
+ * invariants (a database written by an older eutaxy, a damaged file): each
+ * value is checked as it is read, and a bad one is that object's error
+ * (EU_ECORRUPT), never a crash on a NULL or a row that comes due forever. */
+#define COL_NULL 1   /* NULL is allowed */
+
+static int bad_column(eu_store *s, sqlite3_stmt *st, int i, const char *table, const char *row,
+                      const char *why) {
+  const char *name = sqlite3_column_name(st, i);
+  return eu_store_error(s, EU_ECORRUPT, "%s: a row of %s (%s) breaks its invariants: column %s %s",
+                        "agenda", table, row && row[0] ? row : "the row read", name ? name : "?", why);
+}
+
+/* Column i must be an integer in [lo, hi] (or NULL with COL_NULL). */
+static int check_int(eu_store *s, sqlite3_stmt *st, int i, int flags, int64_t lo, int64_t hi,
+                     const char *table, const char *row) {
+  int64_t v;
+  switch (sqlite3_column_type(st, i)) {
+  case SQLITE_NULL:
+    return flags & COL_NULL ? EU_OK : bad_column(s, st, i, table, row, "is NULL");
+  case SQLITE_INTEGER:
+    v = sqlite3_column_int64(st, i);
+    if (v < lo || v > hi) return bad_column(s, st, i, table, row, "is out of range");
+    return EU_OK;
+  default:
+    return bad_column(s, st, i, table, row, "is not an integer");
+  }
+}
+
+/* Column i must be text (or NULL with COL_NULL). */
+static int check_text(eu_store *s, sqlite3_stmt *st, int i, int flags, const char *table,
+                      const char *row) {
+  switch (sqlite3_column_type(st, i)) {
+  case SQLITE_NULL:
+    return flags & COL_NULL ? EU_OK : bad_column(s, st, i, table, row, "is NULL");
+  case SQLITE_TEXT:
+    return EU_OK;
+  default:
+    return bad_column(s, st, i, table, row, "is not text");
+  }
+}
+
+/* Times and counts the engine can add to without overflowing. */
+#define TIME_MAX (INT64_C(1) << 53)
+#define COUNT_MAX INT64_C(1000000000)
+
 static int prep(eu_store *s, const char *sql, sqlite3_stmt **st) {
   return eu_store_internal_prepare(s, sql, st);
 }
@@ -53,11 +101,19 @@ static int done(eu_store *s, sqlite3_stmt *st) {
   return rc < 0 ? rc : EU_OK;
 }
 
-/* The one integer a query gives; *has = 0 for no row or NULL. */
+/* The one integer a query gives; *has = 0 for no row or NULL. Every
+ * such integer is a time or a version, which the engine adds to. */
 static int scalar(eu_store *s, sqlite3_stmt *st, int *has, int64_t *v) {
   int rc = eu_store_internal_step(s, st);
   *has = 0;
   *v = 0;
+  if (rc == 1) {
+    const char *q = sqlite3_sql(st);
+    rc = check_int(s, st, 0, COL_NULL, -TIME_MAX, TIME_MAX, q && strstr(q, "eutaxy_migrations") ?
+                   "eutaxy_migrations" : q && strstr(q, "eutaxy_alarms") ? "eutaxy_alarms"
+                   : q && strstr(q, "eutaxy_durable_ops") ? "eutaxy_durable_ops" : "eutaxy_agenda", NULL);
+    if (rc == EU_OK) rc = 1;
+  }
   if (rc == 1 && sqlite3_column_type(st, 0) != SQLITE_NULL) {
     *has = 1;
     *v = sqlite3_column_int64(st, 0);
@@ -93,6 +149,9 @@ int eu_agenda_version(eu_store *s, const char *capability, int *version) {
     return rc;
   if ((rc = bind_text(s, st, 1, capability)) < 0) return rc;
   if ((rc = scalar(s, st, &has, &v)) < 0) return rc;
+  if (has && (v < 0 || v > 1000))
+    return eu_store_error(s, EU_ECORRUPT, "agenda: a row of eutaxy_migrations (%s) breaks its "
+                          "invariants: column version is out of range", capability);
   *version = has ? (int)v : 0;
   return EU_OK;
 }
@@ -225,7 +284,12 @@ int eu_agenda_due(eu_store *s, int64_t t, eu_agenda_each_due each, void *ud) {
     return rc;
   sqlite3_bind_int64(st, 1, t);
   while ((rc = eu_store_internal_step(s, st)) == 1) {
-    const char *p = (const char *)sqlite3_column_text(st, 0);
+    const char *p;
+    if ((rc = check_text(s, st, 0, 0, "eutaxy_agenda", NULL)) < 0 ||
+        (rc = check_int(s, st, 1, 0, -TIME_MAX, TIME_MAX, "eutaxy_agenda",
+                        (const char *)sqlite3_column_text(st, 0))) < 0)
+      break;
+    p = (const char *)sqlite3_column_text(st, 0);
     if ((rc = each(ud, p ? p : "", sqlite3_column_int64(st, 1))) != 0) break;
   }
   eu_store_reset(s, st);
@@ -296,15 +360,26 @@ static const char *at_offset(eu_buf *b, int64_t off) {
 
 /* Fills it from the row st is on; the bytes go into b. */
 static int read_item(eu_store *s, sqlite3_stmt *st, int is_op, eu_agenda_item *it, eu_buf *b) {
+  const char *T = is_op ? "eutaxy_durable_ops" : "eutaxy_alarms", *row;
   int64_t key, payload, error, handler = -1;
   int rc = EU_OK;
   memset(it, 0, sizeof *it);
+  if ((rc = check_text(s, st, 0, 0, T, NULL)) < 0) return rc;
+  row = (const char *)sqlite3_column_text(st, 0);
+  if ((rc = check_int(s, st, 1, 0, -TIME_MAX, TIME_MAX, T, row)) < 0 ||
+      (rc = check_int(s, st, 3, 0, -TIME_MAX, TIME_MAX, T, row)) < 0 ||
+      (rc = check_int(s, st, 4, 0, INT64_MIN, INT64_MAX, T, row)) < 0 ||
+      (rc = check_int(s, st, 5, 0, 0, COUNT_MAX, T, row)) < 0 ||
+      (rc = check_int(s, st, 6, 0, 1, COUNT_MAX, T, row)) < 0 ||
+      (rc = check_text(s, st, 7, COL_NULL, T, row)) < 0 ||
+      (is_op && (rc = check_text(s, st, 8, 0, T, row)) < 0))
+    return rc;
   eu_buf_reset(b);
   key = copy_column(st, 0, b, &rc);
   payload = copy_column(st, 2, b, &rc);
   error = copy_column(st, 7, b, &rc);
   if (is_op) handler = copy_column(st, 8, b, &rc);
-  if (rc < 0) return eu_store_error(s, rc, "out of memory");
+  if (rc < 0) return eu_store_error(s, EU_ENOMEM, "out of memory");
   it->key = at_offset(b, key);
   it->payload = at_offset(b, payload);
   it->len = payload < 0 ? 0 : (size_t)sqlite3_column_bytes(st, 2);
@@ -321,7 +396,7 @@ static int read_item(eu_store *s, sqlite3_stmt *st, int is_op, eu_agenda_item *i
 /* Steps st to its first row and reads it: 1 and *it, 0 for no row. */
 static int first_item(eu_store *s, sqlite3_stmt *st, int is_op, eu_agenda_item *it, eu_buf *b) {
   int rc = eu_store_internal_step(s, st);
-  if (rc == 1) rc = read_item(s, st, is_op, it, b) < 0 ? EU_ENOMEM : 1;
+  if (rc == 1 && (rc = read_item(s, st, is_op, it, b)) == EU_OK) rc = 1;
   eu_store_reset(s, st);
   return rc;
 }
@@ -428,7 +503,11 @@ static int settle_alarm(eu_store *s, const char *name, int64_t generation, int a
   if ((rc = bind_text(s, st, 1, name)) < 0) return rc;
   sqlite3_bind_int64(st, 2, generation);
   rc = eu_store_internal_step(s, st);
-  if (rc == 1) {
+  if (rc == 1 && (check_int(s, st, 0, 0, 0, COUNT_MAX, "eutaxy_alarms", name) < 0 ||
+                  check_int(s, st, 1, 0, 1, COUNT_MAX, "eutaxy_alarms", name) < 0)) {
+    rc = EU_ECORRUPT;
+    outcome = EU_SETTLE_STALE;
+  } else if (rc == 1) {
     int current = sqlite3_column_int(st, 0), max = sqlite3_column_int(st, 1);
     if (current != attempt) outcome = EU_SETTLE_STALE;
     else if (!error) outcome = EU_SETTLE_DONE;
@@ -568,7 +647,10 @@ static int settle_op(eu_store *s, const char *id, int attempt, const void *resul
     return rc;
   if ((rc = bind_text(s, st, 1, id)) < 0) return rc;
   rc = eu_store_internal_step(s, st);
-  if (rc == 1 && sqlite3_column_int(st, 0) == attempt) {
+  if (rc == 1 && (check_int(s, st, 0, 0, 0, COUNT_MAX, "eutaxy_durable_ops", id) < 0 ||
+                  check_int(s, st, 1, 0, 1, COUNT_MAX, "eutaxy_durable_ops", id) < 0)) {
+    rc = EU_ECORRUPT;
+  } else if (rc == 1 && sqlite3_column_int(st, 0) == attempt) {
     if (!error) outcome = EU_SETTLE_DONE;
     else outcome = attempt >= sqlite3_column_int(st, 1) ? EU_SETTLE_FAILED : EU_SETTLE_RETRY;
   }
@@ -608,7 +690,13 @@ int eu_durable_get(eu_store *s, const char *id, eu_durable_state *out, eu_buf *b
     return rc;
   if ((rc = bind_text(s, st, 1, id)) < 0) return rc;
   rc = eu_store_internal_step(s, st);
-  if (rc == 1) {
+  if (rc == 1 && (check_text(s, st, 0, 0, "eutaxy_durable_ops", id) < 0 ||
+                  check_text(s, st, 2, COL_NULL, "eutaxy_durable_ops", id) < 0 ||
+                  check_int(s, st, 3, 0, 0, COUNT_MAX, "eutaxy_durable_ops", id) < 0 ||
+                  check_int(s, st, 4, 0, -TIME_MAX, TIME_MAX, "eutaxy_durable_ops", id) < 0 ||
+                  check_int(s, st, 5, COL_NULL, -TIME_MAX, TIME_MAX, "eutaxy_durable_ops", id) < 0)) {
+    rc = EU_ECORRUPT;
+  } else if (rc == 1) {
     eu_buf_reset(buf);
     status = copy_column(st, 0, buf, &copied);
     result = copy_column(st, 1, buf, &copied);

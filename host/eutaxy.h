@@ -22,7 +22,8 @@ enum {
   EU_ESQL = -4,     /* SQLite refused; the message carries its text */
   EU_ELUA = -5,     /* user Lua code raised */
   EU_ECORRUPT = -6, /* a serialized value or schedule that does not decode */
-  EU_ENONDET = -7   /* two runs of one schedule differed */
+  EU_ENONDET = -7,  /* two runs of one schedule differed */
+  EU_EFULL = -8     /* an object's database reached its size limit, or the disk is full */
 };
 
 /* Size of the error buffers the host passes around. */

@@ -115,6 +115,54 @@ int eu_fanout_migrate(eu_store *s) {
 
 /* ---- helpers ---------------------------------------------------------- */
 
+/* ---- what the engine reads ------------------------------------------- */
+
+/* The engine's tables are its own, but a row in them may still break its
+ * invariants (a database written by an older eutaxy, a damaged file): each
+ * value is checked as it is read, and a bad one is that object's error
+ * (EU_ECORRUPT), never a crash on a NULL or a row that comes due forever. */
+#define COL_NULL 1   /* NULL is allowed */
+
+static int bad_column(eu_store *s, sqlite3_stmt *st, int i, const char *table, const char *row,
+                      const char *why) {
+  const char *name = sqlite3_column_name(st, i);
+  return eu_store_error(s, EU_ECORRUPT, "%s: a row of %s (%s) breaks its invariants: column %s %s",
+                        "fanout", table, row && row[0] ? row : "the row read", name ? name : "?", why);
+}
+
+/* Column i must be an integer in [lo, hi] (or NULL with COL_NULL). */
+static int check_int(eu_store *s, sqlite3_stmt *st, int i, int flags, int64_t lo, int64_t hi,
+                     const char *table, const char *row) {
+  int64_t v;
+  switch (sqlite3_column_type(st, i)) {
+  case SQLITE_NULL:
+    return flags & COL_NULL ? EU_OK : bad_column(s, st, i, table, row, "is NULL");
+  case SQLITE_INTEGER:
+    v = sqlite3_column_int64(st, i);
+    if (v < lo || v > hi) return bad_column(s, st, i, table, row, "is out of range");
+    return EU_OK;
+  default:
+    return bad_column(s, st, i, table, row, "is not an integer");
+  }
+}
+
+/* Column i must be text (or NULL with COL_NULL). */
+static int check_text(eu_store *s, sqlite3_stmt *st, int i, int flags, const char *table,
+                      const char *row) {
+  switch (sqlite3_column_type(st, i)) {
+  case SQLITE_NULL:
+    return flags & COL_NULL ? EU_OK : bad_column(s, st, i, table, row, "is NULL");
+  case SQLITE_TEXT:
+    return EU_OK;
+  default:
+    return bad_column(s, st, i, table, row, "is not text");
+  }
+}
+
+/* Times and counts the engine can add to without overflowing. */
+#define TIME_MAX (INT64_C(1) << 53)
+#define COUNT_MAX INT64_C(1000000000)
+
 /* Prepares one of this file's statements. */
 static int prep(eu_store *s, const char *sql, sqlite3_stmt **st) {
   return eu_store_internal_prepare(s, sql, st);
@@ -207,7 +255,8 @@ int eu_fanout_next_due(eu_store *s, int *has, int64_t *due) {
   if ((rc = prep(s, "SELECT MIN(next_attempt_at) FROM eutaxy_fanout_deliveries", &st)) < 0) return rc;
   rc = first_row(s, st);
   if (rc == 1) {
-    if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
+    rc = check_int(s, st, 0, COL_NULL, -TIME_MAX, TIME_MAX, "eutaxy_fanout_deliveries", "next_attempt_at");
+    if (rc == EU_OK && sqlite3_column_type(st, 0) != SQLITE_NULL) {
       *has = 1;
       *due = sqlite3_column_int64(st, 0);
     }
@@ -230,8 +279,10 @@ static int sync_agenda(eu_store *s) {
                     " AND key = ''", &st)) < 0) return rc;
   if ((rc = first_row(s, st)) < 0) return rc;
   if (rc == 1) {
+    rc = check_int(s, st, 0, 0, INT64_MIN, INT64_MAX, "eutaxy_agenda", EU_FANOUT_PARTICIPANT);
     same = has && sqlite3_column_int64(st, 0) == due;
     eu_store_reset(s, st);
+    if (rc < 0) return rc;
   } else {
     same = !has;
   }
@@ -287,6 +338,14 @@ static int find_manifest(eu_store *s, const eu_fanout_input *in, const char *tar
                     "FROM eutaxy_fanout_messages WHERE key = ?1", &st)) < 0) return rc;
   if ((rc = bind_text(s, st, 1, in->key)) < 0) return rc;
   if ((rc = first_row(s, st)) <= 0) return rc;
+  if ((rc = check_text(s, st, 0, 0, "eutaxy_fanout_messages", in->key)) < 0 ||
+      (rc = check_text(s, st, 2, 0, "eutaxy_fanout_messages", in->key)) < 0 ||
+      (rc = check_text(s, st, 3, 0, "eutaxy_fanout_messages", in->key)) < 0 ||
+      (rc = check_int(s, st, 4, 0, 0, INT64_MAX, "eutaxy_fanout_messages", in->key)) < 0 ||
+      (rc = check_int(s, st, 5, 0, -TIME_MAX, TIME_MAX, "eutaxy_fanout_messages", in->key)) < 0) {
+    eu_store_reset(s, st);
+    return rc;
+  }
   p = sqlite3_column_blob(st, 1);
   n = (size_t)sqlite3_column_bytes(st, 1);
   same = strcmp((const char *)sqlite3_column_text(st, 0), in->id) == 0 &&
@@ -308,9 +367,10 @@ static int next_seq(eu_store *s, int64_t pending, int64_t *seq) {
   rc = first_row(s, st);
   if (rc == 0) return eu_store_error(s, EU_ECORRUPT, "fanout: the sequence row is missing");
   if (rc < 0) return rc;
+  rc = check_int(s, st, 0, 0, 0, INT64_MAX - 1, "eutaxy_fanout_seq", "1");
   *seq = sqlite3_column_int64(st, 0);
   eu_store_reset(s, st);
-  return EU_OK;
+  return rc;
 }
 
 static int insert_manifest(eu_store *s, const eu_fanout_input *in, const char *targets, int ntargets,
@@ -429,9 +489,40 @@ typedef struct claim_rec {
   int skip;          /* another claim took it first */
 } claim_rec;
 
+/* Checks the claim query's row against the delivery's invariants. */
+static int check_delivery(eu_store *s, sqlite3_stmt *st) {
+  static const char T[] = "eutaxy_fanout_deliveries";
+  const char *id;
+  const unsigned char *phase;
+  int rc;
+  if ((rc = check_text(s, st, C_ID, 0, T, NULL)) < 0) return rc;
+  id = (const char *)sqlite3_column_text(st, C_ID);
+  if (!id) return eu_store_error(s, EU_ENOMEM, "out of memory");
+  if ((rc = check_text(s, st, C_KEY, 0, T, id)) < 0 || (rc = check_text(s, st, C_TARGET, 0, T, id)) < 0 ||
+      (rc = check_text(s, st, C_GEN, 0, T, id)) < 0 || (rc = check_text(s, st, C_ERR, COL_NULL, T, id)) < 0 ||
+      (rc = check_text(s, st, C_ERRNAME, COL_NULL, T, id)) < 0 ||
+      (rc = check_text(s, st, C_REASON, COL_NULL, T, id)) < 0 ||
+      (rc = check_int(s, st, 9, 0, 0, INT64_MAX, T, id)) < 0 ||
+      (rc = check_int(s, st, 10, 0, -TIME_MAX, TIME_MAX, T, id)) < 0 ||
+      (rc = check_int(s, st, 11, 0, -TIME_MAX, TIME_MAX, T, id)) < 0 ||
+      (rc = check_int(s, st, 12, COL_NULL, -TIME_MAX, TIME_MAX, T, id)) < 0 ||
+      (rc = check_int(s, st, 13, 0, 0, COUNT_MAX, T, id)) < 0 ||
+      (rc = check_text(s, st, 14, 0, T, id)) < 0 ||
+      (rc = check_text(s, st, 15, COL_NULL, "eutaxy_fanout_messages", id)) < 0)
+    return rc;
+  if (sqlite3_column_type(st, C_MID) != SQLITE_NULL &&
+      (rc = check_text(s, st, C_MID, 0, "eutaxy_fanout_messages", id)) < 0)
+    return rc;
+  phase = sqlite3_column_text(st, 14);
+  if (!phase || (strcmp((const char *)phase, "delivery") != 0 && strcmp((const char *)phase, "dead_letter") != 0))
+    return bad_column(s, st, 14, T, id, "is neither 'delivery' nor 'dead_letter'");
+  return EU_OK;
+}
+
 static int copy_row(eu_store *s, sqlite3_stmt *st, eu_buf *buf, size_t at) {
   claim_rec r;
-  int c;
+  int c, rc;
+  if ((rc = check_delivery(s, st)) < 0) return rc;
   memset(&r, 0, sizeof r);
   for (c = 0; c < C_NSTR; c++) {
     const void *p = c == C_PAYLOAD ? sqlite3_column_blob(st, c) : (const void *)sqlite3_column_text(st, c);
@@ -443,8 +534,8 @@ static int copy_row(eu_store *s, sqlite3_stmt *st, eu_buf *buf, size_t at) {
     if (eu_buf_put(buf, p ? p : "", n) < 0 || eu_buf_putc(buf, '\0') < 0)
       return eu_store_error(s, EU_ENOMEM, "out of memory");
   }
-  if (!r.has[C_MID] || strcmp((const char *)sqlite3_column_text(st, 15),
-                              (const char *)sqlite3_column_text(st, C_GEN)) != 0)
+  if (!r.has[C_MID] || sqlite3_column_type(st, 15) == SQLITE_NULL ||
+      strcmp((const char *)sqlite3_column_text(st, 15), (const char *)sqlite3_column_text(st, C_GEN)) != 0)
     return eu_store_error(s, EU_ECORRUPT, "fanout: delivery %s is missing its message manifest",
                           (const char *)sqlite3_column_text(st, C_ID));
   r.d.seq = sqlite3_column_int64(st, 9);
@@ -493,6 +584,10 @@ static int claim_one(eu_store *s, claim_rec *r, const char *id, const char *gen,
   if (rc == 0) {
     r->skip = 1;
     return EU_OK;
+  }
+  if ((rc = check_int(s, st, 0, 0, 0, COUNT_MAX, "eutaxy_fanout_deliveries", id)) < 0) {
+    eu_store_reset(s, st);
+    return rc;
   }
   r->d.attempt = sqlite3_column_int(st, 0);
   r->d.next_attempt_at = lease_at;
@@ -571,6 +666,10 @@ static int remove_one(eu_store *s, const eu_fanout_ref *r, int dead_letter, int 
     return rc;
   }
   if ((rc = first_row(s, st)) <= 0) return rc;
+  if ((rc = check_text(s, st, 0, 0, "eutaxy_fanout_deliveries", r->id)) < 0) {
+    eu_store_reset(s, st);
+    return rc;
+  }
   key = strdup((const char *)sqlite3_column_text(st, 0));
   rc = run(s, st);  /* to its end: the delete is done when the statement is */
   if (!key) return eu_store_error(s, EU_ENOMEM, "out of memory");
@@ -582,6 +681,10 @@ static int remove_one(eu_store *s, const eu_fanout_ref *r, int dead_letter, int 
   if ((rc = bind_text(s, st, 1, key)) < 0 || (rc = bind_text(s, st, 2, r->generation)) < 0) goto out;
   if ((rc = first_row(s, st)) < 0) goto out;
   if (rc == 1) {
+    if ((rc = check_int(s, st, 0, 0, 0, COUNT_MAX, "eutaxy_fanout_messages", key)) < 0) {
+      eu_store_reset(s, st);
+      goto out;
+    }
     remaining = sqlite3_column_int(st, 0);
     if ((rc = run(s, st)) < 0) goto out;
   }
@@ -794,9 +897,10 @@ int eu_fanout_pending(eu_store *s, int64_t *pending) {
   *pending = 0;
   if ((rc = prep(s, "SELECT pending FROM eutaxy_fanout_seq WHERE id = 1", &st)) < 0) return rc;
   if ((rc = first_row(s, st)) <= 0) return rc;
+  rc = check_int(s, st, 0, 0, INT64_MIN / 2, INT64_MAX / 2, "eutaxy_fanout_seq", "1");
   *pending = sqlite3_column_int64(st, 0);
   eu_store_reset(s, st);
-  return EU_OK;
+  return rc;
 }
 
 int eu_fanout_targets(eu_store *s, int (*each)(void *ud, const char *target), void *ud, eu_buf *buf) {
@@ -821,6 +925,10 @@ int eu_fanout_targets(eu_store *s, int (*each)(void *ud, const char *target), vo
     if (rc == 0 || sqlite3_column_type(st, 0) == SQLITE_NULL) {
       if (rc == 1) eu_store_reset(s, st);
       break;
+    }
+    if ((rc = check_text(s, st, 0, 0, "eutaxy_fanout_deliveries", "target_id")) < 0) {
+      eu_store_reset(s, st);
+      return rc;
     }
     off = buf->n;
     rc = eu_buf_put(buf, sqlite3_column_text(st, 0), (size_t)sqlite3_column_bytes(st, 0));

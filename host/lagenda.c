@@ -41,8 +41,14 @@ typedef struct eu_lagenda {
 
 #define LAGENDA_MT "eutaxy.lagenda"
 
+static int raise_store(lua_State *L, eu_store *s);
+
+/* Every function reaches the store through here, so none runs while the
+ * store's gate is closed (the object is being reset). */
 static eu_lagenda *self(lua_State *L) {
-  return lua_touserdata(L, lua_upvalueindex(1));
+  eu_lagenda *a = lua_touserdata(L, lua_upvalueindex(1));
+  if (!eu_store_available(a->s)) raise_store(L, a->s);
+  return a;
 }
 
 static int raise_store(lua_State *L, eu_store *s) {

@@ -144,7 +144,9 @@ static int c_id_from_name(lua_State *L) {
   eu_world *w = eu_world_of(L);
   int ns = check_ns(L, w, 1);
   char hex[65];
-  eu_world_id_from_name(w, ns, luaL_checkstring(L, 2), hex);
+  size_t len;
+  const char *name = luaL_checklstring(L, 2, &len);
+  eu_world_id_from_name(w, ns, name, len, hex);
   lua_pushstring(L, hex);
   return 1;
 }
@@ -331,9 +333,10 @@ static int finish_slot(lua_State *L, eu_world *w, int slot) {
 static eu_object *check_object(lua_State *L, eu_world *w, int idx) {
   int ns = check_ns(L, w, idx);
   const char *hex = luaL_checkstring(L, idx + 1);
-  const char *name = luaL_optstring(L, idx + 2, NULL);
+  size_t namelen = 0;
+  const char *name = luaL_optlstring(L, idx + 2, NULL, &namelen);
   char err[EU_ERRLEN];
-  eu_object *o = eu_world_object(w, ns, hex, name, err, sizeof err);
+  eu_object *o = eu_world_object_named(w, ns, hex, name, namelen, err, sizeof err);
   if (!o) luaL_error(L, "%s", err);
   return o;
 }
@@ -446,7 +449,9 @@ static int w_id_from_name(lua_State *L) {
   lworld *lw = check_world(L);
   int ns = check_ns(L, lw->w, 2);
   char hex[65];
-  eu_world_id_from_name(lw->w, ns, luaL_checkstring(L, 3), hex);
+  size_t len;
+  const char *name = luaL_checklstring(L, 3, &len);
+  eu_world_id_from_name(lw->w, ns, name, len, hex);
   lua_pushstring(L, hex);
   return 1;
 }

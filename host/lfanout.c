@@ -54,8 +54,14 @@ typedef struct lfanout {
 
 #define LFANOUT_MT "eutaxy.lfanout"
 
+static int raise_store(lua_State *L, eu_store *s);
+
+/* Every function reaches the store through here, so none runs while the
+ * store's gate is closed (the object is being reset). */
 static lfanout *self(lua_State *L) {
-  return lua_touserdata(L, lua_upvalueindex(1));
+  lfanout *f = lua_touserdata(L, lua_upvalueindex(1));
+  if (!eu_store_available(f->s)) raise_store(L, f->s);
+  return f;
 }
 
 static int raise_store(lua_State *L, eu_store *s);

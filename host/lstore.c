@@ -58,6 +58,7 @@ static eu_lstate *lstate(lua_State *L, const char *fname) {
   if (ls->busy)
     raise(L, "%s: storage cannot be used from a __gc finalizer that runs "
           "while another storage call reads rows", fname);
+  if (!eu_store_available(ls->s)) raise(L, "%s: %s", fname, eu_store_errmsg(ls->s));
   return ls;
 }
 

@@ -6,12 +6,23 @@
  * the authorizer and the savepoint depth. Must not know about Lua: lstore.c
  * turns these calls into the storage API.
  *
- * User SQL is policed by SQLite's authorizer, never by looking at its text:
+ * User SQL is policed by SQLite's authorizer, not by looking at its text:
  * SQLite tells the authorizer what a statement does when it compiles it, and
  * again whenever it recompiles a cached statement after a schema change. The
- * authorizer lets everything through while s->internal is set, which the
- * store does only around its own statements. When it refuses, it writes why,
- * so the user reads that reason instead of SQLite's bare "not authorized".
+ * authorizer lets the host's own statements through (s->internal, set only
+ * around them), but only what they do themselves: an access SQLite reports
+ * from inside a trigger or a view is the user's, whoever fired it, and is
+ * judged by the user's rules. When it refuses, it writes why, so the user
+ * reads that reason instead of SQLite's bare "not authorized". The one thing
+ * the authorizer is not told is the new name of ALTER TABLE ... RENAME TO:
+ * that one is read from the statement's text (alter_new_name).
+ *
+ * Limits. SQLite's memory is counted per store (sqlmem.c): the store's
+ * meter is current on its thread around every SQLite call it makes, and
+ * refuses past the object's limit while user SQL runs. The same meter adds
+ * up what a user statement allocates, which is charged as steps (see
+ * EU_STORE_BYTES_PER_STEP). The database's size is bounded with
+ * max_page_count, which only the host sets (user pragmas are an allowlist).
  *
  * A statement can be left half-stepped when a Lua error unwinds past its
  * user (a memory error while building a result). Nothing here depends on a
@@ -22,9 +33,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "eutaxy.h"
 #include "faultsim.h"
+#include "sqlmem.h"
 #include "store.h"
 
 #define EU_STMT_CACHE 64
@@ -36,6 +49,16 @@
  * host's own statements are never stopped. */
 #define EU_STORE_MAX_STEPS 200000000LL
 #define EU_STORE_STEP_CHECK 10000
+/* VM steps do not see the work a function does inside one step:
+ * hex(zeroblob(1000000)) over 20,000 rows ran 44 s in few steps. What such
+ * work allocates is charged instead, one step per 4 bytes (hex() writes
+ * about 1.4 bytes a nanosecond, a VM step takes a few), so the same
+ * statement always stops at the same point. */
+#define EU_STORE_BYTES_PER_STEP 4
+
+/* The longest string, BLOB or row (Cloudflare's limit): fanout payloads
+ * and KV values are encoded values well below it. */
+#define EU_STORE_MAX_LENGTH 2000000
 
 /* The host's own statements, prepared once (on first use) and kept. One
  * savepoint name serves every depth: RELEASE and ROLLBACK TO act on the most
@@ -102,18 +125,41 @@ struct eu_store {
   eu_cached cache[EU_STMT_CACHE];
   eu_cached *ext;      /* the engines' statements (eu_store_internal_prepare) */
   int next, extcap;
-  char deny[256];      /* why the authorizer refused */
+  char deny[512];      /* why the authorizer refused */
   char errmsg[EU_ERRLEN];
   int stepping;        /* eu_store_step is running a user statement */
   long long steps;     /* its VM steps so far */
+  int over_steps;      /* it ran past EU_STORE_MAX_STEPS, allocations counted */
+  const char *text;    /* the user statement being compiled, for alter_new_name */
+  size_t textlen;
+  eu_sqlmem *mem;      /* SQLite's bytes for this store (sqlmem.h) */
+  eu_store_limits lim;
+  int file;            /* backed by a file (not in memory) */
+  const char *closed;  /* the gate is closed: why; NULL when open */
 };
+
+/* The cost of the user statement so far, in steps. */
+static long long cost(eu_store *s) {
+  return s->steps + (long long)(s->mem->charged / EU_STORE_BYTES_PER_STEP);
+}
 
 static int on_progress(void *ud) {
   eu_store *s = ud;
   if (!s->stepping) return 0;
   s->steps += EU_STORE_STEP_CHECK;
-  return s->steps > EU_STORE_MAX_STEPS;  /* nonzero interrupts the statement */
+  /* What the allocator may still charge before the limit: it refuses past
+   * that, so one huge allocation between two checks is stopped too. */
+  s->mem->charge_max = s->steps >= EU_STORE_MAX_STEPS ? 0
+    : (uint64_t)(EU_STORE_MAX_STEPS - s->steps) * EU_STORE_BYTES_PER_STEP;
+  if (cost(s) <= EU_STORE_MAX_STEPS) return 0;
+  s->over_steps = 1;
+  return 1;  /* nonzero interrupts the statement */
 }
+
+/* SQLite calls under the store's meter: each public entry that reaches
+ * SQLite brackets its calls with these. */
+#define ENTER(s) eu_sqlmem *prev_mem_ = eu_sqlmem_enter((s)->mem)
+#define LEAVE() eu_sqlmem_leave(prev_mem_)
 
 /* Error messages */
 
@@ -164,9 +210,20 @@ static const char *code_name(int rc) {
   return "SQLITE_ERROR";
 }
 
+static int full(eu_store *s);
+
 /* Records why SQLite failed with rc: the authorizer's reason if it was the
  * one refusing, else SQLite's own message and the code's name. */
 static int fail_sql(eu_store *s, int rc) {
+  if ((rc & 0xff) == SQLITE_NOMEM && s->mem->refused) {
+    /* The object's limit, not the machine's: no note for the checker. */
+    s->mem->refused = 0;
+    snprintf(s->errmsg, sizeof s->errmsg,
+             "memory limit exceeded: the object may use %zu MiB, its SQL included",
+             s->lim.mem_limit >> 20);
+    return EU_ESQL;
+  }
+  if ((rc & 0xff) == SQLITE_FULL) return full(s);
   if (rc == SQLITE_NOMEM) {
     eu_faultsim_note_oom();  /* the machine's failure: a checker run cannot rest on it */
     snprintf(s->errmsg, sizeof s->errmsg, "out of memory (SQLITE_NOMEM)");
@@ -188,22 +245,205 @@ static int fail(eu_store *s, int code, const char *msg) {
 
 /* The authorizer */
 
+/* Every name the engines use: the store's and serve's (_eutaxy_*) and the
+ * durability engines' (eutaxy_*, fanout.c and agenda.c). */
 static int is_reserved(const char *name) {
+  return name && (sqlite3_strnicmp(name, "_eutaxy_", 8) == 0 ||
+                  sqlite3_strnicmp(name, "eutaxy_", 7) == 0);
+}
+
+/* The store's own tables, which user SQL may not even read (the engines'
+ * tables can be read, as the checker's invariants and users' dashboards
+ * do). */
+static int is_hidden(const char *name) {
   return name && sqlite3_strnicmp(name, "_eutaxy_", 8) == 0;
 }
 
-static int deny(eu_store *s, const char *fmt, const char *arg) {
-  snprintf(s->deny, sizeof s->deny, fmt, arg);
+static int deny(eu_store *s, const char *fmt, ...)
+#if defined(__GNUC__)
+  __attribute__((format(printf, 2, 3)))
+#endif
+  ;
+
+static int deny(eu_store *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s->deny, sizeof s->deny, fmt, ap);
+  va_end(ap);
   s->denied = 1;
   return SQLITE_DENY;
+}
+
+/* Pragmas. An object may use the ones that read its own schema and data
+ * and the ones that set how its own SQL behaves (those Cloudflare's D1 and
+ * SQLite-backed Durable Objects allow, and a few read-only counters);
+ * everything else is the host's: the journal and syncing, the size of the
+ * database, caches and memory, and settings of the whole process such as
+ * hard_heap_limit (which made the next commit of every object fail). */
+static const char *const eu_pragmas_free[] = {
+  "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+  "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
+  "foreign_keys", "defer_foreign_keys", "case_sensitive_like", "recursive_triggers",
+  "reverse_unordered_selects", "ignore_check_constraints", "legacy_alter_table",
+  "optimize", "user_version", "data_version", "page_count", "freelist_count",
+};
+/* Readable, not settable. */
+static const char *const eu_pragmas_read[] = { "page_size", "max_page_count" };
+
+static const char *const eu_pragmas_journal[] = {
+  "journal_mode", "synchronous", "locking_mode", "wal_autocheckpoint", "wal_checkpoint",
+  "journal_size_limit", "fullfsync", "checkpoint_fullfsync", "cache_spill",
+};
+static const char *const eu_pragmas_process[] = {
+  "hard_heap_limit", "soft_heap_limit", "temp_store_directory", "data_store_directory",
+  "threads", "shrink_memory",
+};
+static const char *const eu_pragmas_limits[] = {
+  "cache_size", "mmap_size", "max_page_count", "page_size", "temp_store", "auto_vacuum",
+  "incremental_vacuum", "default_cache_size",
+};
+
+static int in_list(const char *name, const char *const *list, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (sqlite3_stricmp(name, list[i]) == 0) return 1;
+  return 0;
+}
+
+#define IN_LIST(name, list) in_list(name, list, sizeof list / sizeof list[0])
+
+/* name is the pragma, arg its argument (NULL when it only reads). */
+static int pragma_allowed(eu_store *s, const char *name, const char *arg) {
+  if (IN_LIST(name, eu_pragmas_free)) return SQLITE_OK;
+  if (!arg && IN_LIST(name, eu_pragmas_read)) return SQLITE_OK;
+  if (IN_LIST(name, eu_pragmas_journal))
+    return deny(s, "PRAGMA %s is not allowed in sql:exec: the host owns the journal and its syncing", name);
+  if (IN_LIST(name, eu_pragmas_process))
+    return deny(s, "PRAGMA %s is not allowed in sql:exec: it is a setting of the whole process, "
+                "which every object shares", name);
+  if (IN_LIST(name, eu_pragmas_limits))
+    return deny(s, "PRAGMA %s is not allowed in sql:exec: the host sets the object's memory "
+                "and storage%s", name, arg && IN_LIST(name, eu_pragmas_read) ? " (it may be read)" : "");
+  return deny(s, "PRAGMA %s is not allowed in sql:exec; an object may use table_info, table_xinfo, "
+              "table_list, index_list, index_info, index_xinfo, foreign_key_list, foreign_key_check, "
+              "integrity_check, quick_check, foreign_keys, defer_foreign_keys, case_sensitive_like, "
+              "recursive_triggers, reverse_unordered_selects, ignore_check_constraints, "
+              "legacy_alter_table, optimize, user_version, data_version, page_count, freelist_count "
+              "and read page_size and max_page_count", name);
+}
+
+/* ALTER TABLE ... RENAME TO: the authorizer is told the old name only, so
+ * the new one is read from the statement's text with a tokenizer of the
+ * little SQL that can come before it (names quoted four ways, comments). */
+
+typedef struct sql_tok {
+  const char *p;
+  size_t n;
+} sql_tok;
+
+static int ident_char(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         c == '_' || c == '$' || c >= 0x80;
+}
+
+/* The next token from *p; 0 at the end or at an unterminated quote or comment. */
+static int next_tok(const char **p, const char *end, sql_tok *t) {
+  const char *q = *p;
+  for (;;) {
+    while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r' || *q == '\f')) q++;
+    if (q + 1 < end && q[0] == '-' && q[1] == '-') {
+      while (q < end && *q != '\n') q++;
+    } else if (q + 1 < end && q[0] == '/' && q[1] == '*') {
+      q += 2;
+      while (q + 1 < end && !(q[0] == '*' && q[1] == '/')) q++;
+      if (q + 1 >= end) return 0;
+      q += 2;
+    } else {
+      break;
+    }
+  }
+  if (q >= end) return 0;
+  t->p = q;
+  if (*q == '"' || *q == '\'' || *q == '`' || *q == '[') {
+    char close = *q == '[' ? ']' : *q;
+    q++;
+    for (;;) {
+      if (q >= end) return 0;
+      if (*q == close) {
+        if (close != ']' && q + 1 < end && q[1] == close) { q += 2; continue; }
+        q++;
+        break;
+      }
+      q++;
+    }
+  } else if (ident_char((unsigned char)*q)) {
+    while (q < end && ident_char((unsigned char)*q)) q++;
+  } else {
+    q++;
+  }
+  t->n = (size_t)(q - t->p);
+  *p = q;
+  return 1;
+}
+
+static int tok_is(const sql_tok *t, const char *kw) {
+  return t->n == strlen(kw) && sqlite3_strnicmp(t->p, kw, (int)t->n) == 0;
+}
+
+/* The name a token spells, unquoted, into out (cut to outlen - 1 bytes). */
+static void tok_name(const sql_tok *t, char *out, size_t outlen) {
+  size_t i = 0, j = 0, n = t->n;
+  const char *p = t->p;
+  char q = 0;
+  if (n >= 2 && (*p == '"' || *p == '\'' || *p == '`' || *p == '[')) {
+    q = *p == '[' ? ']' : *p;
+    p++;
+    n -= 2;
+  }
+  for (; i < n && j + 1 < outlen; i++) {
+    out[j++] = p[i];
+    if (q && q != ']' && p[i] == q) i++;  /* a doubled quote is one */
+  }
+  out[j] = '\0';
+}
+
+static int is_name_tok(const sql_tok *t) {
+  unsigned char c = (unsigned char)*t->p;
+  return ident_char(c) || c == '"' || c == '\'' || c == '`' || c == '[';
+}
+
+/* 1 and the new name for ALTER TABLE [schema.]name RENAME TO new, 0 for any
+ * other ALTER TABLE, -1 when the text does not read as one. */
+static int alter_new_name(const char *sql, size_t len, char *out, size_t outlen) {
+  const char *p = sql, *end = sql + len;
+  sql_tok t;
+  if (!next_tok(&p, end, &t) || !tok_is(&t, "ALTER")) return -1;
+  if (!next_tok(&p, end, &t) || !tok_is(&t, "TABLE")) return -1;
+  if (!next_tok(&p, end, &t) || !is_name_tok(&t)) return -1;
+  if (!next_tok(&p, end, &t)) return -1;
+  if (t.n == 1 && *t.p == '.') {
+    if (!next_tok(&p, end, &t) || !is_name_tok(&t)) return -1;
+    if (!next_tok(&p, end, &t)) return -1;
+  }
+  if (!tok_is(&t, "RENAME")) return 0;
+  /* RENAME TO is the table; RENAME [COLUMN] a TO b is a column, as
+   * SQLite's grammar reads it. */
+  if (!next_tok(&p, end, &t)) return -1;
+  if (!tok_is(&t, "TO")) return 0;
+  if (!next_tok(&p, end, &t) || !is_name_tok(&t)) return -1;
+  tok_name(&t, out, outlen);
+  return 1;
 }
 
 static int authorize(void *ud, int action, const char *a, const char *b,
                      const char *dbname, const char *trigger) {
   eu_store *s = ud;
   const char *table = NULL, *name = NULL;
-  (void)dbname; (void)trigger;
-  if (s->internal) return SQLITE_OK;
+  char renamed[256];
+  (void)dbname;
+  /* The host's own statement, but not what a user's trigger or view does
+   * on its behalf. */
+  if (s->internal && !trigger) return SQLITE_OK;
   switch (action) {
   case SQLITE_TRANSACTION:  /* a is BEGIN, COMMIT or ROLLBACK */
     if (strcmp(a, "BEGIN") == 0)
@@ -223,27 +463,39 @@ static int authorize(void *ud, int action, const char *a, const char *b,
   case SQLITE_DETACH:
     return deny(s, "%s is not allowed in sql:exec: an object has one database", "DETACH");
   case SQLITE_PRAGMA:  /* a is the pragma, b its argument or NULL */
-    /* The host decides how a turn reaches the disk: a pragma that changes
-     * the journal or the syncing would break the output gate. */
-    if (sqlite3_stricmp(a, "journal_mode") == 0 || sqlite3_stricmp(a, "synchronous") == 0 ||
-        sqlite3_stricmp(a, "locking_mode") == 0 || sqlite3_stricmp(a, "wal_autocheckpoint") == 0 ||
-        sqlite3_stricmp(a, "wal_checkpoint") == 0 || sqlite3_stricmp(a, "writable_schema") == 0 ||
-        sqlite3_stricmp(a, "journal_size_limit") == 0 || sqlite3_stricmp(a, "mmap_size") == 0)
-      return deny(s, "PRAGMA %s is not allowed in sql:exec: the host owns the journal and its syncing", a);
-    return SQLITE_OK;
+    return pragma_allowed(s, a, b);
   case SQLITE_FUNCTION:  /* b is the name; this build lets fts3_tokenizer take a raw pointer */
     if (sqlite3_stricmp(b, "fts3_tokenizer") == 0)
       return deny(s, "the function %s is not allowed in sql:exec", b);
     return SQLITE_OK;
-  case SQLITE_READ: case SQLITE_INSERT: case SQLITE_UPDATE: case SQLITE_DELETE:
+  case SQLITE_READ:  /* a is the table, b the column */
+    if (is_hidden(a)) return deny(s, "table %s is reserved for eutaxy", a);
+    /* A table-valued pragma (pragma_table_info('t')) reads a table named
+     * after it, and follows the pragmas' list. */
+    if (a && sqlite3_strnicmp(a, "pragma_", 7) == 0) return pragma_allowed(s, a + 7, NULL);
+    return SQLITE_OK;
+  case SQLITE_ANALYZE:  /* reads every row of the table, writes only statistics */
+    if (is_hidden(a)) return deny(s, "table %s is reserved for eutaxy", a);
+    return SQLITE_OK;
+  case SQLITE_INSERT: case SQLITE_UPDATE: case SQLITE_DELETE:
   case SQLITE_CREATE_TABLE: case SQLITE_CREATE_TEMP_TABLE:
   case SQLITE_DROP_TABLE: case SQLITE_DROP_TEMP_TABLE:
   case SQLITE_CREATE_VTABLE: case SQLITE_DROP_VTABLE:
-  case SQLITE_ANALYZE:
     table = a;
     break;
-  case SQLITE_ALTER_TABLE:  /* a is the database */
+  case SQLITE_ALTER_TABLE:  /* a is the database, b the table */
     table = b;
+    if (is_reserved(table)) break;
+    if (!s->text) return deny(s, "ALTER TABLE %s is not allowed here", b);
+    switch (alter_new_name(s->text, s->textlen, renamed, sizeof renamed)) {
+    case 1:
+      if (is_reserved(renamed)) return deny(s, "the name %s is reserved for eutaxy", renamed);
+      break;
+    case 0:
+      break;
+    default:
+      return deny(s, "ALTER TABLE %s: cannot tell what the statement renames", b);
+    }
     break;
   case SQLITE_CREATE_INDEX: case SQLITE_CREATE_TEMP_INDEX:
   case SQLITE_DROP_INDEX: case SQLITE_DROP_TEMP_INDEX:
@@ -271,10 +523,12 @@ static int is_prepare(eu_store *s, int which, sqlite3_stmt **out) {
   sqlite3_stmt *st = s->is[which];
   if (!st) {
     int rc, saved = s->internal;
+    ENTER(s);
     s->internal = 1;
     s->denied = 0;
     rc = sqlite3_prepare_v3(s->db, eu_isql[which], -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
     s->internal = saved;
+    LEAVE();
     if (rc != SQLITE_OK) return fail_sql(s, rc);
     s->is[which] = st;
   } else {
@@ -289,14 +543,18 @@ static int is_prepare(eu_store *s, int which, sqlite3_stmt **out) {
  * schema change, and the authorizer sees it again then. */
 static int is_step(eu_store *s, sqlite3_stmt *st) {
   int rc, saved = s->internal;
+  ENTER(s);
   s->internal = 1;
   s->denied = 0;
   rc = sqlite3_step(st);
   s->internal = saved;
-  if (rc == SQLITE_ROW) return 1;
-  if (rc == SQLITE_DONE) return 0;
+  if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+    LEAVE();
+    return rc == SQLITE_ROW;
+  }
   rc = fail_sql(s, rc);
   sqlite3_reset(st);
+  LEAVE();
   return rc;
 }
 
@@ -340,10 +598,16 @@ static void finalize_all(eu_store *s) {
 int eu_store_exec_internal(eu_store *s, const char *sql) {
   char *msg = NULL;
   int rc, saved = s->internal;
+  ENTER(s);
   s->internal = 1;
   rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
   s->internal = saved;
+  LEAVE();
   if (rc != SQLITE_OK) {
+    if ((rc & 0xff) == SQLITE_FULL) {
+      sqlite3_free(msg);
+      return full(s);
+    }
     if (rc == SQLITE_NOMEM) {
       eu_faultsim_note_oom();
       rc = fail(s, EU_ENOMEM, "out of memory (SQLITE_NOMEM)");
@@ -367,19 +631,35 @@ int eu_store_open_with(eu_store **out, const char *path, const char *first, char
   eu_store *s;
   int rc;
   *out = NULL;
+  /* Before the first connection of the process: SQLite takes an allocator
+   * only before it initializes. Where it cannot (SQLite was used first),
+   * the store works without counting its SQL. */
+  eu_sqlmem_install();
   s = calloc(1, sizeof *s);
   if (!s) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
-  /* A store belongs to one world, which runs on one thread. */
-  rc = sqlite3_open_v2(path ? path : ":memory:", &s->db,
-                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+  s->mem = eu_sqlmem_new();
+  if (!s->mem) {
+    free(s);
+    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  s->file = path != NULL;
+  {
+    ENTER(s);
+    /* A store belongs to one world, which runs on one thread. */
+    rc = sqlite3_open_v2(path ? path : ":memory:", &s->db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    LEAVE();
+  }
   if (rc != SQLITE_OK) {
     eu_err(err, errlen, rc == SQLITE_NOMEM ? EU_ENOMEM : EU_ESQL, "cannot open %s: %s",
            path ? path : "an in-memory database", s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
     sqlite3_close(s->db);
+    eu_sqlmem_release(s->mem);
     free(s);
     return rc == SQLITE_NOMEM ? EU_ENOMEM : EU_ESQL;
   }
   sqlite3_extended_result_codes(s->db, 1);
+  sqlite3_limit(s->db, SQLITE_LIMIT_LENGTH, EU_STORE_MAX_LENGTH);
   /* Defensive mode keeps user SQL from corrupting the file on purpose
    * (writable_schema and the like). */
   sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
@@ -400,6 +680,8 @@ void eu_store_close(eu_store *s) {
   if (!s) return;
   finalize_all(s);
   sqlite3_close_v2(s->db);  /* v2: never leaves the connection open over a straggler */
+  /* The meter goes with the last block counted on it, which may outlive s. */
+  eu_sqlmem_release(s->mem);
   free(s->ext);
   free(s);
 }
@@ -414,6 +696,73 @@ int eu_store_error(eu_store *s, int code, const char *fmt, ...) {
   vsnprintf(s->errmsg, sizeof s->errmsg, fmt, ap);
   va_end(ap);
   return code;
+}
+
+/* SQLITE_FULL: the object's quota, or the disk. SQLite says the same for
+ * both, so the disk is asked: a disk that still has room for a few pages
+ * did not fill; with a quota set, the quota did. */
+static int full(eu_store *s) {
+  if (s->lim.max_bytes > 0) {
+    int quota = 1;
+    const char *path = s->file ? sqlite3_db_filename(s->db, "main") : NULL;
+    struct statvfs v;
+    if (path && path[0] && statvfs(path, &v) == 0 &&
+        (uint64_t)v.f_bavail * v.f_frsize < UINT64_C(1) << 20)
+      quota = 0;
+    if (quota)
+      return eu_store_error(s, EU_EFULL, "the object's storage is full: its database may hold "
+                            "%lld bytes (--max-object-bytes)", (long long)s->lim.max_bytes);
+  }
+  return eu_store_error(s, EU_EFULL, "the disk is full (SQLITE_FULL)");
+}
+
+/* Applies max_bytes as a page count; a restore or reopen of main sets it
+ * back to SQLite's default, so this runs after those too. */
+static int apply_quota(eu_store *s) {
+  char sql[96];
+  int64_t pages = 0x7fffffff;  /* no quota: SQLite's largest */
+  if (s->lim.max_bytes > 0) {
+    int page = 4096;
+    sqlite3_stmt *st = NULL;
+    int rc, saved = s->internal;
+    ENTER(s);
+    s->internal = 1;
+    rc = sqlite3_prepare_v2(s->db, "PRAGMA page_size", -1, &st, NULL);
+    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) page = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    s->internal = saved;
+    LEAVE();
+    if (page <= 0) page = 4096;
+    pages = s->lim.max_bytes / page;
+    if (pages < 1) pages = 1;
+    if (pages > 0x7fffffff) pages = 0x7fffffff;
+  }
+  snprintf(sql, sizeof sql, "PRAGMA max_page_count = %lld", (long long)pages);
+  return eu_store_exec_internal(s, sql);
+}
+
+int eu_store_set_limits(eu_store *s, const eu_store_limits *l) {
+  if (l->max_bytes < 0) return fail(s, EU_EINVAL, "max_bytes must not be negative");
+  s->lim = *l;
+  s->mem->limit = l->mem_limit;
+  s->mem->also = l->mem_also;
+  return apply_quota(s);
+}
+
+const size_t *eu_store_mem_ptr(eu_store *s) { return &s->mem->live; }
+
+void eu_store_gate(eu_store *s, int open) {
+  eu_store_gate_with(s, open, NULL);
+}
+
+void eu_store_gate_with(eu_store *s, int open, const char *why) {
+  s->closed = open ? NULL : why ? why : "storage is not available: the object is being reset";
+}
+
+int eu_store_available(eu_store *s) {
+  if (!s->closed) return 1;
+  fail(s, EU_EINVAL, s->closed);
+  return 0;
 }
 
 /* User statements */
@@ -515,7 +864,16 @@ int eu_store_prepare(eu_store *s, const char *sql, size_t len, sqlite3_stmt **ou
       return EU_OK;
     }
     s->denied = 0;
-    rc = sqlite3_prepare_v3(s->db, p, (int)(end - p), SQLITE_PREPARE_PERSISTENT, &st, &tail);
+    s->text = p;
+    s->textlen = (size_t)(end - p);
+    s->mem->enforce = 1;
+    {
+      ENTER(s);
+      rc = sqlite3_prepare_v3(s->db, p, (int)(end - p), SQLITE_PREPARE_PERSISTENT, &st, &tail);
+      LEAVE();
+    }
+    s->mem->enforce = 0;
+    s->text = NULL;
     if (rc != SQLITE_OK) return fail_sql(s, rc);
     if (!st) {  /* nothing SQLite calls a statement; skip_blank should have seen it */
       if (tail <= p) return EU_OK;
@@ -535,19 +893,39 @@ int eu_store_prepare(eu_store *s, const char *sql, size_t len, sqlite3_stmt **ou
 }
 
 int eu_store_step(eu_store *s, sqlite3_stmt *st) {
+  eu_sqlmem *m = s->mem;
   int rc;
+  ENTER(s);
   s->denied = 0;
   s->steps = 0;
+  s->over_steps = 0;
   s->stepping = 1;
+  /* A recompile after a schema change shows the authorizer the text again. */
+  s->text = sqlite3_sql(st);
+  s->textlen = s->text ? strlen(s->text) : 0;
+  m->enforce = 1;
+  m->refused = m->over = 0;
+  m->charged = 0;
+  m->charge_max = (uint64_t)EU_STORE_MAX_STEPS * EU_STORE_BYTES_PER_STEP;
+  m->charging = 1;
   rc = sqlite3_step(st);
+  m->charging = 0;
+  m->enforce = 0;
   s->stepping = 0;
-  if (rc == SQLITE_ROW) return 1;
-  if (rc == SQLITE_DONE) return 0;
-  if (rc == SQLITE_INTERRUPT && s->steps > EU_STORE_MAX_STEPS)
-    rc = fail(s, EU_ESQL, "the statement ran past the CPU limit (more than 200,000,000 SQLite steps)");
-  else
+  s->text = NULL;
+  if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+    LEAVE();
+    return rc == SQLITE_ROW;
+  }
+  if (s->over_steps || (m->over && (rc & 0xff) == SQLITE_NOMEM)) {
+    m->over = m->refused = 0;
+    rc = fail(s, EU_ESQL, "the statement ran past the CPU limit (more than 200,000,000 SQLite steps), "
+              "counting a step for each 4 bytes it allocates");
+  } else {
     rc = fail_sql(s, rc);
+  }
   sqlite3_reset(st);
+  LEAVE();
   return rc;
 }
 
@@ -590,10 +968,14 @@ int eu_store_internal_prepare(eu_store *s, const char *sql, sqlite3_stmt **out) 
   if (!key) return fail(s, EU_ENOMEM, "out of memory");
   memcpy(key, sql, n + 1);
   saved = s->internal;
-  s->internal = 1;
-  s->denied = 0;
-  rc = sqlite3_prepare_v3(s->db, sql, (int)n, SQLITE_PREPARE_PERSISTENT, &st, NULL);
-  s->internal = saved;
+  {
+    ENTER(s);
+    s->internal = 1;
+    s->denied = 0;
+    rc = sqlite3_prepare_v3(s->db, sql, (int)n, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+    s->internal = saved;
+    LEAVE();
+  }
   if (rc != SQLITE_OK || !st) {
     free(key);
     sqlite3_finalize(st);
@@ -944,5 +1326,6 @@ int eu_store_restore(eu_store *s, const unsigned char *data, size_t len) {
   s->depth = 0;
   /* Reads the new schema, so an image that is not a database fails here. */
   rc = eu_store_exec_internal(s, eu_schema);
+  if (rc == EU_OK && s->lim.max_bytes > 0) rc = apply_quota(s);
   return rc == EU_ESQL ? EU_ECORRUPT : rc;
 }

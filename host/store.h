@@ -2,10 +2,13 @@
  * store.h: one object's SQLite database.
  *
  * Owns the connection, the prepared-statement cache, the authorizer that
- * keeps user SQL away from transactions and from the host's own tables
- * (named _eutaxy_*), the turn transaction, the KV table and the alarm row.
- * Knows nothing of isolates, scheduling or RPC: the world decides when a
- * turn begins and ends; the store only does it.
+ * keeps user SQL away from transactions, from the pragmas that are the
+ * host's, and from the host's own tables (named _eutaxy_* and eutaxy_*),
+ * the object's limits on SQL memory, SQL time and database size, the gate
+ * that shuts storage while the object is reset, the turn transaction, the
+ * KV table and the alarm row. Knows nothing of isolates, scheduling or RPC:
+ * the world decides when a turn begins and ends and what the limits are;
+ * the store only holds to them.
  *
  * The turn transaction is begun lazily by the first storage call of a turn
  * (eu_store_touch) and ended by the world with eu_store_commit or
@@ -39,6 +42,37 @@ int eu_store_error(eu_store *s, int code, const char *fmt, ...)
 #endif
   ;
 
+/* An object's limits; zero fields hold nothing back.
+ *
+ * mem_limit bounds the bytes SQLite holds for the store (its statements,
+ * sorts, strings and schema, not its page cache) plus *mem_also (the
+ * isolate's live bytes) while user SQL runs: an allocation past it fails
+ * the statement with "memory limit exceeded: the object may use N MiB, its
+ * SQL included". eu_store_mem_ptr gives the store's live count for the
+ * isolate to add to its own; it stays valid while the store is open.
+ *
+ * max_bytes bounds the database file (PRAGMA max_page_count, which user SQL
+ * cannot change): a write past it fails with EU_EFULL and "the object's
+ * storage is full: its database may hold N bytes (--max-object-bytes)". */
+typedef struct eu_store_limits {
+  size_t mem_limit;
+  const size_t *mem_also;
+  int64_t max_bytes;
+} eu_store_limits;
+int eu_store_set_limits(eu_store *s, const eu_store_limits *l);
+const size_t *eu_store_mem_ptr(eu_store *s);
+
+/* The gate (open when the store opens). While it is closed every storage
+ * call that user code reaches (sql:exec, KV, alarms, transactionSync, the
+ * fanout and agenda functions) fails with "storage is not available: the
+ * object is being reset", or with why when eu_store_gate_with gives one (a
+ * literal or a string that outlives the closing). A world closes it while
+ * it resets the object, so a __gc finalizer that runs then cannot write. */
+void eu_store_gate(eu_store *s, int open);
+void eu_store_gate_with(eu_store *s, int open, const char *why);
+/* 1 when the gate is open; else 0, and eu_store_errmsg says why. */
+int eu_store_available(eu_store *s);
+
 /* Runs SQL with no bindings and no results, bypassing the authorizer:
  * schemas and rows the host itself sets up. */
 int eu_store_exec_internal(eu_store *s, const char *sql);
@@ -51,8 +85,13 @@ int eu_store_exec_internal(eu_store *s, const char *sql);
  * holds no statement. A statement abandoned mid-way (a Lua error unwound
  * past it) is reset at its next use or at the end of the turn. */
 int eu_store_prepare(eu_store *s, const char *sql, size_t len, sqlite3_stmt **out);
-/* 1 for a row, 0 when done, EU_ESQL (eu_store_errmsg says why) on failure,
- * after which the statement has been reset. */
+/* 1 for a row, 0 when done, EU_ESQL (eu_store_errmsg says why) or EU_EFULL
+ * (the database reached max_bytes, or the disk is full) on failure, after
+ * which the statement has been reset.
+ *
+ * A statement may take 200,000,000 steps; each 4 bytes it allocates (in
+ * functions such as hex() or group_concat(), which run long in few VM
+ * steps) count as one more, so it stops at the same point in every run. */
 int eu_store_step(eu_store *s, sqlite3_stmt *st);
 void eu_store_reset(eu_store *s, sqlite3_stmt *st);
 
@@ -65,7 +104,10 @@ void eu_store_reset(eu_store *s, sqlite3_stmt *st);
 int eu_store_internal_prepare(eu_store *s, const char *sql, sqlite3_stmt **out);
 int eu_store_internal_step(eu_store *s, sqlite3_stmt *st);  /* as eu_store_step */
 
-/* Turn transaction. touch begins one if none is open. */
+/* Turn transaction. touch begins one if none is open. A commit (here,
+ * eu_store_baseline_commit, eu_store_release) that SQLite refuses with
+ * SQLITE_FULL returns EU_EFULL; the transaction is then rolled back whole
+ * and the store goes on as if the turn had raised. */
 int eu_store_touch(eu_store *s);
 int eu_store_in_turn(eu_store *s);
 int eu_store_commit(eu_store *s);

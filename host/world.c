@@ -46,7 +46,8 @@ struct eu_object {
   int index;          /* position in w->objects; events name objects by it */
   int ns;             /* binding index; -1 for the worker */
   char hex[65];
-  char *name;         /* NULL for an id made by newUniqueId */
+  char *name;         /* NULL for an id made by newUniqueId; bytes, NUL-terminated */
+  size_t namelen;     /* its length: a name may hold NUL bytes */
   char tag[96];       /* how the trace names it: DO:POOL(pool) */
   eu_store *store;    /* opened on first use, kept across resets */
   int store_lent;     /* from the world's store provider: not ours to close */
@@ -128,6 +129,16 @@ struct eu_world {
 };
 
 /* ---- helpers ---------------------------------------------------------- */
+
+/* A copy of n bytes, NUL-terminated. */
+static char *dupmem(const char *p, size_t n) {
+  char *d = malloc(n + 1);
+  if (d) {
+    memcpy(d, p, n);
+    d[n] = '\0';
+  }
+  return d;
+}
 
 static char *dupstr(const char *s) {
   size_t n;
@@ -411,7 +422,7 @@ static void hexify(const uint64_t v[4], char hex[65]) {
   for (i = 0; i < 4; i++) snprintf(hex + 16 * i, 17, "%016" PRIx64, v[i]);
 }
 
-int eu_world_id_from_name(eu_world *w, int ns, const char *name, char hex[65]) {
+int eu_world_id_from_name(eu_world *w, int ns, const char *name, size_t len, char hex[65]) {
   /* An id depends on the namespace's class and the name only, so it is the
    * same in every run and every process: serve names files after it. */
   uint64_t v[4];
@@ -419,7 +430,7 @@ int eu_world_id_from_name(eu_world *w, int ns, const char *name, char hex[65]) {
   int i;
   if (ns < 0 || ns >= w->nbindings) return EU_EINVAL;
   eu_buf_init(&b);
-  if (eu_buf_puts(&b, w->bindings[ns].class_name) || eu_buf_putc(&b, 0) || eu_buf_puts(&b, name)) {
+  if (eu_buf_puts(&b, w->bindings[ns].class_name) || eu_buf_putc(&b, 0) || eu_buf_put(&b, name, len)) {
     eu_buf_free(&b);
     return EU_ENOMEM;
   }
@@ -471,7 +482,7 @@ static int index_object(eu_world *w, eu_object *o) {
   return EU_OK;
 }
 
-static eu_object *add_object(eu_world *w, int ns, const char *hex, const char *name) {
+static eu_object *add_object(eu_world *w, int ns, const char *hex, const char *name, size_t namelen) {
   eu_object *o;
   if (w->nobjects == w->capobjects) {
     int cap = w->capobjects ? w->capobjects * 2 : 16;
@@ -487,10 +498,11 @@ static eu_object *add_object(eu_world *w, int ns, const char *hex, const char *n
   o->w = w;
   o->dispatch_ref = o->wire_error_ref = LUA_NOREF;
   snprintf(o->hex, sizeof o->hex, "%s", hex);
-  if (name && !(o->name = dupstr(name))) {
+  if (name && !(o->name = dupmem(name, namelen))) {
     free(o);
     return NULL;
   }
+  o->namelen = namelen;
   if (ns < 0)
     snprintf(o->tag, sizeof o->tag, "worker");
   else if (name)
@@ -509,6 +521,11 @@ static eu_object *add_object(eu_world *w, int ns, const char *hex, const char *n
 
 eu_object *eu_world_object(eu_world *w, int ns, const char *hex, const char *name, char *err,
                            size_t errlen) {
+  return eu_world_object_named(w, ns, hex, name, name ? strlen(name) : 0, err, errlen);
+}
+
+eu_object *eu_world_object_named(eu_world *w, int ns, const char *hex, const char *name,
+                                 size_t namelen, char *err, size_t errlen) {
   eu_object *o;
   if (ns < 0 || ns >= w->nbindings) {
     eu_err(err, errlen, EU_EINVAL, "no durable object binding number %d", ns);
@@ -522,12 +539,13 @@ eu_object *eu_world_object(eu_world *w, int ns, const char *hex, const char *nam
   o = find_object(w, ns, hex);
   if (o) {
     if (name && !o->name) {  /* an id seen first by value, now by name */
-      o->name = dupstr(name);
+      o->name = dupmem(name, namelen);
+      o->namelen = o->name ? namelen : 0;
       snprintf(o->tag, sizeof o->tag, "DO:%s(%.48s)", w->bindings[ns].name, name);
     }
     return o;
   }
-  o = add_object(w, ns, hex, name);
+  o = add_object(w, ns, hex, name, namelen);
   if (!o) eu_err(err, errlen, EU_ENOMEM, "out of memory");
   return o;
 }
@@ -544,7 +562,7 @@ eu_store *eu_object_store_if_open(eu_object *o) { return o->store; }
 eu_object *eu_world_object_by_name(eu_world *w, const char *binding, const char *name) {
   int ns = eu_world_binding(w, binding);
   char hex[65];
-  if (ns < 0 || eu_world_id_from_name(w, ns, name, hex) != EU_OK) return NULL;
+  if (ns < 0 || eu_world_id_from_name(w, ns, name, strlen(name), hex) != EU_OK) return NULL;
   return eu_world_object(w, ns, hex, name, NULL, 0);
 }
 
@@ -614,7 +632,7 @@ static int push_boot(lua_State *L) {
   if (o->ns >= 0) {
     lua_pushstring(L, w->bindings[o->ns].name);
     lua_pushstring(L, o->hex);
-    if (o->name) lua_pushstring(L, o->name);
+    if (o->name) lua_pushlstring(L, o->name, o->namelen);
     else lua_pushnil(L);
   } else {
     lua_pushnil(L);
@@ -1778,7 +1796,7 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
     w->o.alarm_caps = NULL;
   }
   w->worker = add_object(w, -1, "0000000000000000000000000000000000000000000000000000000000000000",
-                         NULL);
+                         NULL, 0);
   if (!w->worker) {
     eu_world_free(w);
     return eu_err(err, errlen, EU_ENOMEM, "out of memory");

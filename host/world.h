@@ -97,9 +97,13 @@ uint64_t eu_world_random(eu_world *w);
 int eu_world_binding(eu_world *w, const char *name);   /* index, or -1 */
 
 /* Objects: found or made by namespace and 64-hex id; name may be NULL. */
-int eu_world_id_from_name(eu_world *w, int ns, const char *name, char hex[65]);
+int eu_world_id_from_name(eu_world *w, int ns, const char *name, size_t len, char hex[65]);
 void eu_world_new_unique_id(eu_world *w, char hex[65]);
 eu_object *eu_world_object(eu_world *w, int ns, const char *hex, const char *name, char *err, size_t errlen);
+/* As eu_world_object, with a name of namelen bytes (names are bytes: a NUL
+ * inside one is part of it). */
+eu_object *eu_world_object_named(eu_world *w, int ns, const char *hex, const char *name,
+                                 size_t namelen, char *err, size_t errlen);
 eu_store *eu_object_store(eu_world *w, eu_object *o, char *err, size_t errlen);
 int eu_world_reset(eu_world *w, eu_object *o);
 int eu_object_has_isolate(eu_object *o);

@@ -139,10 +139,13 @@ describe("eutaxy.fanout", function()
     end)
 
     it("raises when storage fails instead of reporting a definite refusal", function()
-      hub:breakStorage()
-      local how, what = hub:tryEnqueue({ { id = "m-1", body = "x" } })
+      local how, what = hub:tryEnqueueHuge()
       assert.are.equal("raised", how)
-      assert.matches("eutaxy_fanout_seq", what)
+      assert.matches("too big", what)
+    end)
+
+    it("keeps its tables out of the user's SQL", function()
+      assert.matches("table eutaxy_fanout_seq is reserved for eutaxy", hub:dropEngineTable())
     end)
   end)
 
