@@ -78,6 +78,13 @@ static void test_a_user_trigger_runs_with_the_users_rights(void) {
   ASSERT_CONTAINS(eu_store_errmsg(s), "table _eutaxy_kv is reserved for eutaxy");
   ASSERT_OK(eu_store_rollback(s));
   ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM _eutaxy_kv"), 0);
+  /* the user can still drop it, and the engine works again */
+  ASSERT_EQ(run(s, "DROP TRIGGER old"), 0);
+  ASSERT_OK(eu_agenda_set(s, "p", "", 5));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT(run(s, "DROP INDEX eutaxy_agenda_by_due") < 0);
+  ASSERT_CONTAINS(eu_store_errmsg(s), "the name eutaxy_agenda_by_due is reserved for eutaxy");
+  ASSERT_OK(eu_store_rollback(s));
   eu_store_close(s);
 }
 
