@@ -89,7 +89,8 @@ static int c_call(lua_State *L) {
   eu_world *w = eu_world_of(L);
   const char *nsname = luaL_checkstring(L, 1);
   const char *hex = luaL_checkstring(L, 2);
-  const char *name = luaL_optstring(L, 3, NULL);
+  size_t namelen = 0;
+  const char *name = luaL_optlstring(L, 3, NULL, &namelen);
   const char *method = luaL_checkstring(L, 4);
   int ns = eu_world_binding(w, nsname);
   int first = strcmp(method, "fetch") == 0 ? 5 : 4;
@@ -107,7 +108,7 @@ static int c_call(lua_State *L) {
     return 2;
   }
   payload = eu_buf_take(&b, &len);
-  if (eu_task_call(t, ns, hex, name, payload, len, method) != EU_OK) {
+  if (eu_task_call(t, ns, hex, name, namelen, payload, len, method) != EU_OK) {
     lua_pushboolean(L, 0);
     lua_pushfstring(L, "cannot call %s on %s %s", method, nsname, hex);
     return 2;

@@ -117,6 +117,7 @@ struct eu_store {
   int denied;          /* the authorizer refused since the last prepare or step */
   int depth;           /* open savepoints */
   int baseline;        /* a run's outer transaction is open: turns are savepoints in it */
+  int lost_code;       /* the failure after which SQLite ended that transaction itself, or 0 */
   int turn;            /* in baseline mode: a turn's savepoint is open */
   int alarm_dirty;
   uint64_t tick;
@@ -214,7 +215,16 @@ static int full(eu_store *s);
 
 /* Records why SQLite failed with rc: the authorizer's reason if it was the
  * one refusing, else SQLite's own message and the code's name. */
+/* After SQLITE_FULL, NOMEM, INTERRUPT or IOERR in a statement that writes
+ * and has no statement journal, SQLite ends the whole transaction, not the
+ * statement alone: in baseline mode every turn since begin is then lost,
+ * and what lost them decides whose failure that is (eu_store_lost_code). */
+static void note_lost(eu_store *s, int rc) {
+  if (s->baseline && !s->lost_code && sqlite3_get_autocommit(s->db)) s->lost_code = rc & 0xff;
+}
+
 static int fail_sql(eu_store *s, int rc) {
+  note_lost(s, rc);
   if ((rc & 0xff) == SQLITE_NOMEM && s->mem->refused) {
     /* The object's limit, not the machine's: no note for the checker. */
     s->mem->refused = 0;
@@ -747,11 +757,12 @@ static int apply_quota(eu_store *s) {
 }
 
 int eu_store_set_limits(eu_store *s, const eu_store_limits *l) {
+  int quota_changed = l->max_bytes != s->lim.max_bytes;  /* a world sets them at every build */
   if (l->max_bytes < 0) return fail(s, EU_EINVAL, "max_bytes must not be negative");
   s->lim = *l;
   s->mem->limit = l->mem_limit;
   s->mem->also = l->mem_also;
-  return apply_quota(s);
+  return quota_changed ? apply_quota(s) : EU_OK;
 }
 
 const size_t *eu_store_mem_ptr(eu_store *s) { return &s->mem->live; }
@@ -923,6 +934,7 @@ int eu_store_step(eu_store *s, sqlite3_stmt *st) {
     return rc == SQLITE_ROW;
   }
   if (s->over_steps || (m->over && (rc & 0xff) == SQLITE_NOMEM)) {
+    note_lost(s, rc);
     m->over = m->refused = 0;
     rc = fail(s, EU_ESQL, "the statement ran past the CPU limit (more than 200,000,000 SQLite steps), "
               "counting a step for each 4 bytes it allocates");
@@ -1028,6 +1040,7 @@ int eu_store_baseline_begin(eu_store *s) {
   rc = is_run(s, IS_BEGIN);
   if (rc < 0) return rc;
   s->baseline = 1;
+  s->lost_code = 0;
   s->turn = 0;
   s->depth = 0;
   return EU_OK;
@@ -1048,10 +1061,16 @@ int eu_store_baseline_commit(eu_store *s) {
   if (!s->baseline) return EU_OK;
   reset_busy(s);
   if (s->turn) rc = fail(s, EU_EINVAL, "a turn is open");
+  else if (sqlite3_get_autocommit(s->db) && s->lost_code == SQLITE_FULL)
+    rc = fail(s, EU_EFULL, "the batch's transaction was rolled back by SQLite: the storage is full");
   else if (sqlite3_get_autocommit(s->db)) rc = fail(s, EU_ESQL, "the batch's transaction was rolled back by SQLite");
   else rc = commit_all(s);
   s->baseline = s->turn = s->depth = 0;
   return rc;
+}
+
+int eu_store_lost_code(eu_store *s) {
+  return eu_store_baseline_lost(s) ? s->lost_code : 0;
 }
 
 int eu_store_baseline_lost(eu_store *s) {

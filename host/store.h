@@ -121,9 +121,16 @@ int eu_store_rollback(eu_store *s);
 int eu_store_baseline_begin(eu_store *s);
 int eu_store_baseline_end(eu_store *s);
 int eu_store_baseline_lost(eu_store *s);
+/* When lost: the SQLite primary code (SQLITE_FULL, SQLITE_NOMEM,
+ * SQLITE_INTERRUPT, SQLITE_IOERR, ...) of the failure after which SQLite
+ * ended the transaction; 0 if not lost or not known. */
+int eu_store_lost_code(eu_store *s);
 /* Commits the outer transaction instead (a server batching the turns of
  * many requests into one commit); refused while a turn is open. On failure
- * everything since begin is rolled back. Either way baseline mode ends. */
+ * everything since begin is rolled back. Either way baseline mode ends.
+ * EU_EFULL when the commit, or a statement before it that made SQLite end
+ * the whole transaction, met SQLITE_FULL: the batch is lost for want of
+ * space, which is the object's failure, not the host's. */
 int eu_store_baseline_commit(eu_store *s);
 
 /* Nested all-or-nothing unit inside a turn (transactionSync). */

@@ -536,6 +536,20 @@ eu_object *eu_world_object_named(eu_world *w, int ns, const char *hex, const cha
            hex);
     return NULL;
   }
+  if (name) {
+    /* A name is only ever told with its id, never chosen: the object's
+     * ctx.id.name must be the one its id was made from. */
+    char want[65];
+    int rc = eu_world_id_from_name(w, ns, name, namelen, want);
+    if (rc != EU_OK) {
+      eu_err(err, errlen, rc, "out of memory");
+      return NULL;
+    }
+    if (strcmp(want, hex) != 0) {
+      eu_err(err, errlen, EU_EINVAL, "the name \"%.48s\" does not give the id %s", name, hex);
+      return NULL;
+    }
+  }
   o = find_object(w, ns, hex);
   if (o) {
     if (name && !o->name) {  /* an id seen first by value, now by name */
@@ -566,6 +580,34 @@ eu_object *eu_world_object_by_name(eu_world *w, const char *binding, const char 
   return eu_world_object(w, ns, hex, name, NULL, 0);
 }
 
+/* An object's isolate and store count each other's memory toward the one
+ * limit, and the store holds its database to max_object_bytes. Called
+ * whenever either is made or the isolate goes, so that neither keeps a
+ * pointer into a closed isolate. */
+static void link_limits(eu_world *w, eu_object *o) {
+  eu_store_limits l;
+  if (!o->store) return;
+  l.mem_limit = o->iso ? eu_isolate_mem_limit(o->iso) : 0;
+  l.mem_also = o->iso ? eu_isolate_mem_ptr(o->iso) : NULL;
+  l.max_bytes = w->o.max_object_bytes;
+  eu_store_set_limits(o->store, &l);
+  if (o->iso) eu_isolate_count_also(o->iso, eu_store_mem_ptr(o->store));
+}
+
+/* Closing runs what is left of user code in the isolate (the collector's
+ * last pass); the gate keeps it from writing storage outside any turn. */
+static void close_isolate(eu_world *w, eu_object *o) {
+  if (!o->iso) return;
+  if (o->store) eu_store_gate(o->store, 0);
+  eu_isolate_close(o->iso);
+  o->iso = NULL;
+  o->dispatch_ref = o->wire_error_ref = LUA_NOREF;
+  if (o->store) {
+    link_limits(w, o);
+    eu_store_gate(o->store, 1);
+  }
+}
+
 eu_store *eu_object_store(eu_world *w, eu_object *o, char *err, size_t errlen) {
   if (o->ns < 0) {
     eu_err(err, errlen, EU_EINVAL, "the worker has no storage");
@@ -574,8 +616,10 @@ eu_store *eu_object_store(eu_world *w, eu_object *o, char *err, size_t errlen) {
   if (!o->store && w->o.store_provider) {
     o->store = w->o.store_provider(w->o.store_ud, o->ns, o->hex, err, errlen);
     o->store_lent = o->store != NULL;
-  } else if (!o->store && eu_store_open(&o->store, NULL, err, errlen) != EU_OK) {
-    return NULL;
+    if (o->store) link_limits(w, o);
+  } else if (!o->store) {
+    if (eu_store_open(&o->store, NULL, err, errlen) != EU_OK) return NULL;
+    link_limits(w, o);
   }
   note_resident(w, o);
   return o->store;
@@ -664,6 +708,7 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   io.log = log_print;
   io.ud = o;
   if ((rc = eu_isolate_new(&o->iso, &io, err, errlen)) != EU_OK) return rc;
+  link_limits(w, o);
   L = eu_isolate_L(o->iso);
   a.w = w;
   a.o = o;
@@ -691,9 +736,7 @@ fail:
            w->entry, o->ns < 0 ? "worker" : "object", eu_isolate_mem_limit(o->iso) >> 20);
   else
     eu_err(err, errlen, EU_ELUA, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "error object is not a string");
-  eu_isolate_close(o->iso);
-  o->iso = NULL;
-  o->dispatch_ref = o->wire_error_ref = LUA_NOREF;
+  close_isolate(w, o);
   return EU_ELUA;
 }
 
@@ -1416,15 +1459,15 @@ eu_task *eu_world_running(lua_State *L) {
   return w->running;
 }
 
-int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, char *payload,
-                 size_t len, const char *method) {
+int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t namelen,
+                 char *payload, size_t len, const char *method) {
   eu_world *w = t->obj->w;
   eu_object *target;
   eu_task *callee;
   char label[EU_LABEL];
   int kind = strcmp(method, "fetch") == 0 ? EU_TASK_FETCH : EU_TASK_RPC;
   int effect, fault;
-  target = eu_world_object(w, ns, hex, name, NULL, 0);
+  target = eu_world_object_named(w, ns, hex, name, namelen, NULL, 0);
   if (!target) {
     free(payload);
     return EU_EINVAL;
@@ -1646,9 +1689,7 @@ int eu_world_reset(eu_world *w, eu_object *o) {
     free_task(w, t);
   }
   if (o->store && eu_store_in_turn(o->store)) eu_store_rollback(o->store);
-  eu_isolate_close(o->iso);
-  o->iso = NULL;
-  o->dispatch_ref = o->wire_error_ref = LUA_NOREF;
+  close_isolate(w, o);
   o->alarm_running = 0;
   note_resident(w, o);
   reconcile_alarm(w, o);
@@ -1669,9 +1710,7 @@ int eu_world_evictable(eu_world *w, eu_object *o) {
 
 int eu_world_evict(eu_world *w, eu_object *o) {
   if (!eu_world_evictable(w, o)) return EU_EINVAL;
-  eu_isolate_close(o->iso);
-  o->iso = NULL;
-  o->dispatch_ref = o->wire_error_ref = LUA_NOREF;
+  close_isolate(w, o);
   if (o->store && !o->store_lent) eu_store_close(o->store);
   o->store = NULL;
   o->store_lent = 0;
@@ -1689,7 +1728,7 @@ void eu_world_free(eu_world *w) {
   while (w->tasks) free_task(w, w->tasks);
   for (i = 0; i < w->nobjects; i++) {
     eu_object *o = w->objects[i];
-    eu_isolate_close(o->iso);
+    close_isolate(w, o);
     if (o->store && !o->store_lent) eu_store_close(o->store);
     free(o->name);
     free(o);
@@ -1756,6 +1795,7 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
     if (!w->o.mem_limit) w->o.mem_limit = (size_t)mib << 20;  /* 0: the isolate's default */
   }
   if (!w->o.cpu_limit) w->o.cpu_limit = EU_DEFAULT_CPU_LIMIT;
+  if (w->o.max_object_bytes <= 0) w->o.max_object_bytes = EU_DEFAULT_MAX_OBJECT_BYTES;
   w->libdir = dupstr(o->libdir);
   w->entry = dupstr(o->entry);
   w->projectdir = dupstr(o->projectdir ? o->projectdir : ".");

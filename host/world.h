@@ -49,7 +49,8 @@ typedef struct eu_world_opts {
   uint64_t seed;
   int64_t start_ms;         /* the virtual clock's epoch, ms since 1970 */
   int64_t cpu_limit;        /* VM instructions per turn; 0 for the default */
-  size_t mem_limit;         /* bytes per isolate; 0 for the default */
+  size_t mem_limit;         /* bytes per isolate, its object's SQLite memory included; 0 for the default */
+  int64_t max_object_bytes; /* the size an object's database may reach; 0 for the default */
   eu_choose_fn choose;      /* NULL: random by seed */
   void *choose_ud;
   int echo_log;             /* also write print() output of isolates to stderr */
@@ -76,6 +77,7 @@ typedef struct eu_world_opts {
 
 #define EU_DEFAULT_START_MS INT64_C(1767225600000)  /* 2026-01-01T00:00:00Z */
 #define EU_DEFAULT_CPU_LIMIT INT64_C(200000000)
+#define EU_DEFAULT_MAX_OBJECT_BYTES (INT64_C(1) << 30)
 #define EU_ALARM_MAX_RETRIES 6
 
 int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errlen);
@@ -187,7 +189,7 @@ typedef struct eu_task eu_task;
 eu_task *eu_world_running(lua_State *L);
 eu_world *eu_world_of(lua_State *L);
 eu_object *eu_world_self(lua_State *L);   /* the object whose isolate L is; NULL in the worker */
-int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, char *payload,
+int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t namelen, char *payload,
                  size_t len, const char *method);
 int eu_task_sleep(eu_task *t, int64_t ms);
 const char *eu_world_binding_name(eu_world *w, int ns);
