@@ -460,6 +460,7 @@ const char *eu_http_reason(int status) {
     case 503: return "Service Unavailable";
     case 504: return "Gateway Timeout";
     case 505: return "HTTP Version Not Supported";
+    case 507: return "Insufficient Storage";
     default: return "";
   }
 }

@@ -106,6 +106,7 @@ typedef struct pending {
   int slot;                 /* 0: never submitted, answer 500 */
   int stamped;              /* found done: need is set */
   uint64_t need;            /* commits that must be durable before the answer leaves */
+  int lost;                 /* in flight when a batch was lost: answer this status (507, 500) */
   int keep_alive;
   int head;                 /* a HEAD request: headers only */
   char method[16];
@@ -490,17 +491,44 @@ static int queue_sync(server *s, sync_job *j, int r) {
   return 0;
 }
 
+/* Every request in flight when a batch was lost may have had a turn in it:
+ * none of them may look like a success. */
+static void lose_in_flight(server *s, int status) {
+  conn *c;
+  pending *p;
+  for (c = s->conns; c; c = c->next)
+    for (p = c->head; p; p = p->next)
+      if (!p->lost) p->lost = status;
+}
+
 /* Ends the batch of every store that has one: the turns run since the last
  * pump become one commit per file (the wal hook counts it), then a new
  * batch begins. A batch that cannot commit loses turns whose answers are
- * still held: none of them may look like a success. */
+ * still held: none of them may look like a success.
+ *
+ * A batch lost to the object's own doing is that object's failure: a
+ * commit refused for want of space (its --max-object-bytes, or a full
+ * disk), or a statement of its code that made SQLite end the whole
+ * transaction (past the object's quota, memory or SQL limit). The object
+ * is reset (its memory may hold what was lost), the requests in flight
+ * answer 507 (space) or 500, and the server goes on. A failure of the disk
+ * itself (an I/O error) stops the server, as a failed sync does. */
 static void commit_batches(server *s) {
-  int i;
+  int i, rc, lost;
   for (i = 0; i < s->nstores; i++) {
     served_store *ss = s->stores[i];
     sqlite3 *db = eu_store_db(ss->store);
-    if (sqlite3_txn_state(db, NULL) == SQLITE_TXN_NONE || eu_store_in_turn(ss->store)) continue;
-    if (eu_store_baseline_commit(ss->store) != EU_OK) {
+    if (eu_store_in_turn(ss->store)) continue;
+    lost = eu_store_lost_code(ss->store);
+    if (sqlite3_txn_state(db, NULL) == SQLITE_TXN_NONE && !eu_store_baseline_lost(ss->store)) continue;
+    rc = eu_store_baseline_commit(ss->store);
+    if (rc == EU_EFULL || (rc != EU_OK && lost && lost != SQLITE_IOERR)) {
+      int status = rc == EU_EFULL ? 507 : 500;
+      fprintf(stderr, "eutaxy serve: cannot commit %s: %s; answering %d to the requests in flight\n",
+              ss->path, eu_store_errmsg(ss->store), status);
+      lose_in_flight(s, status);
+      if (ss->obj && eu_object_has_isolate(ss->obj)) eu_world_reset(s->w, ss->obj);
+    } else if (rc != EU_OK) {
       fprintf(stderr, "eutaxy serve: cannot commit %s: %s\n", ss->path, eu_store_errmsg(ss->store));
       s->failed = 1;
       /* The lost batch counts as a commit that never becomes durable, so
@@ -744,6 +772,13 @@ static int respond(server *s, pending *p, eu_buf *out, int keep) {
   char *data = NULL;
   size_t len = 0, before = out->n;
   int status = 500;
+  if (p->lost) {
+    const char *why = p->lost == 507 ? "Insufficient Storage" : isr;
+    if (p->slot && eu_world_slot_take(s->w, p->slot, &data, &len) == EU_OK) free(data);
+    p->slot = 0;
+    eu_http_write_response(out, p->lost, NULL, &text, 1, why, p->head ? 0 : strlen(why), keep);
+    return p->lost;
+  }
   if (s->failed && p->need > s->durable) {
     /* Its writes may not be on disk: it must not look like a success. */
     if (p->slot && eu_world_slot_take(s->w, p->slot, &data, &len) == EU_OK) free(data);
@@ -1211,6 +1246,7 @@ static int start(server *s, char *err, size_t errlen) {
   wo.store_ud = s;
   wo.cpu_limit = s->o.cpu_limit;
   wo.mem_limit = s->o.mem_limit;
+  wo.max_object_bytes = s->o.max_object_bytes;
   if ((rc = mkdir_p(s->state, err, errlen)) != EU_OK) return rc;
   if ((s->dirfd = open(s->state, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
     return eu_err(err, errlen, EU_EINVAL, "cannot open %s: %s", s->state, strerror(errno));
@@ -1356,7 +1392,7 @@ static int64_t opt_int(lua_State *L, const char *k, int64_t lo, int64_t hi) {
 
 /* core.serve{ entry=, projectdir=, libdir=, bindings=, host=, port=, state=, quiet=,
  * durability_process=, max_resident=, evict_after_ms=, header_timeout_ms=,
- * idle_timeout_ms=, max_connections=, cpu_limit=, memory_limit= } (integers; nil for
+ * idle_timeout_ms=, max_connections=, cpu_limit=, memory_limit=, max_object_bytes= } (integers; nil for
  * the defaults):
  * true once the server stopped, or nil and a message if it could not start. */
 static int l_serve(lua_State *L) {
@@ -1387,6 +1423,7 @@ static int l_serve(lua_State *L) {
   o.max_connections = (int)opt_int(L, "max_connections", 0, 100000000);
   o.cpu_limit = opt_int(L, "cpu_limit", 0, INT64_MAX / 2);
   o.mem_limit = (size_t)opt_int(L, "memory_limit", 0, INT64_MAX / 2);
+  o.max_object_bytes = opt_int(L, "max_object_bytes", 0, INT64_MAX / 2);
   if (!o.entry || !o.libdir) return luaL_error(L, "core.serve: entry and libdir are required");
   if (o.port < 0 || o.port > 65535) return luaL_error(L, "core.serve: port must be within 0..65535");
   lua_getfield(L, 1, "bindings");  /* 2 */

@@ -33,7 +33,8 @@ typedef struct eu_serve_opts {
   int64_t idle_timeout_ms;    /* a connection with nothing asked is closed after this; 0: the default */
   int max_connections;      /* 0: from the descriptor limit */
   int64_t cpu_limit;        /* VM instructions per turn; 0: the world's default */
-  size_t mem_limit;         /* bytes per isolate; 0: the default */
+  size_t mem_limit;         /* bytes per isolate, its SQLite memory included; 0: the default */
+  int64_t max_object_bytes; /* the size an object's database may reach; 0: the default */
 } eu_serve_opts;
 
 #define EU_SERVE_MAX_RESIDENT 1000

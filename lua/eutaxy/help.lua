@@ -72,7 +72,10 @@ help.commands = {
           .. "file descriptor limit)" },
       { "--cpu-limit N", "VM instructions per turn before an invocation is stopped (default 200000000): "
           .. "a runaway fetch answers 500" },
-      { "--memory-limit MB", "memory of each object's and the worker's Lua state (default 128)" },
+      { "--memory-limit MB", "memory of each object's and the worker's Lua state, an object's SQLite "
+          .. "memory included (default 128)" },
+      { "--max-object-bytes N", "the size one object's database may reach (default 1073741824, 1 GiB); "
+          .. "a write past it fails that turn, and an unanswered one answers 507" },
       { "--quiet", "no request log on stderr" },
       { "-h, --help", "this text" },
     },

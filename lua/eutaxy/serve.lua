@@ -91,6 +91,11 @@ local valued = {
     if n then opts.memory_limit = n * 1024 * 1024 end
     return err
   end,
+  ["--max-object-bytes"] = function(opts, v)
+    local n, err = integer("--max-object-bytes", v, 65536, 1 << 50)
+    opts.max_object_bytes = n
+    return err
+  end,
 }
 
 --- Parses argv; returns the options, or nil and a message.
@@ -153,7 +158,7 @@ function serve.main(argv)
     max_resident = opts.max_resident, evict_after_ms = opts.evict_after_ms,
     header_timeout_ms = opts.header_timeout_ms, idle_timeout_ms = opts.idle_timeout_ms,
     max_connections = opts.max_connections, cpu_limit = opts.cpu_limit,
-    memory_limit = opts.memory_limit,
+    memory_limit = opts.memory_limit, max_object_bytes = opts.max_object_bytes,
   }
   if not started then
     io_stderr:write("eutaxy serve: ", msg, "\n")
