@@ -75,7 +75,7 @@ help.commands = {
       { "--memory-limit MB", "memory of each object's and the worker's Lua state, an object's SQLite "
           .. "memory included (default 128)" },
       { "--max-object-bytes N", "the size one object's database may reach (default 1073741824, 1 GiB); "
-          .. "a write past it fails that turn, and an unanswered one answers 507" },
+          .. "a write past it fails, and requests whose turns it cost answer 507" },
       { "--quiet", "no request log on stderr" },
       { "-h, --help", "this text" },
     },
