@@ -117,47 +117,14 @@ int eu_fanout_migrate(eu_store *s) {
 
 /* ---- what the engine reads ------------------------------------------- */
 
-/* The engine's tables are its own, but a row in them may still break its
- * invariants (a database written by an older eutaxy, a damaged file): each
- * value is checked as it is read, and a bad one is that object's error
- * (EU_ECORRUPT), never a crash on a NULL or a row that comes due forever. */
-#define COL_NULL 1   /* NULL is allowed */
-
-static int bad_column(eu_store *s, sqlite3_stmt *st, int i, const char *table, const char *row,
-                      const char *why) {
-  const char *name = sqlite3_column_name(st, i);
-  return eu_store_error(s, EU_ECORRUPT, "%s: a row of %s (%s) breaks its invariants: column %s %s",
-                        "fanout", table, row && row[0] ? row : "the row read", name ? name : "?", why);
-}
-
-/* Column i must be an integer in [lo, hi] (or NULL with COL_NULL). */
-static int check_int(eu_store *s, sqlite3_stmt *st, int i, int flags, int64_t lo, int64_t hi,
-                     const char *table, const char *row) {
-  int64_t v;
-  switch (sqlite3_column_type(st, i)) {
-  case SQLITE_NULL:
-    return flags & COL_NULL ? EU_OK : bad_column(s, st, i, table, row, "is NULL");
-  case SQLITE_INTEGER:
-    v = sqlite3_column_int64(st, i);
-    if (v < lo || v > hi) return bad_column(s, st, i, table, row, "is out of range");
-    return EU_OK;
-  default:
-    return bad_column(s, st, i, table, row, "is not an integer");
-  }
-}
-
-/* Column i must be text (or NULL with COL_NULL). */
-static int check_text(eu_store *s, sqlite3_stmt *st, int i, int flags, const char *table,
-                      const char *row) {
-  switch (sqlite3_column_type(st, i)) {
-  case SQLITE_NULL:
-    return flags & COL_NULL ? EU_OK : bad_column(s, st, i, table, row, "is NULL");
-  case SQLITE_TEXT:
-    return EU_OK;
-  default:
-    return bad_column(s, st, i, table, row, "is not text");
-  }
-}
+/* Every value read from the engine's tables is checked (store.h,
+ * eu_store_check_int): a row that breaks the engine's invariants is that
+ * object's error, never a crash or a row that comes due forever. */
+#define COL_NULL EU_COL_NULL
+#define check_int(s, st, i, flags, lo, hi, table, row) \
+  eu_store_check_int((s), "fanout", (st), (i), (flags), (lo), (hi), (table), (row))
+#define check_text(s, st, i, flags, table, row) \
+  eu_store_check_text((s), "fanout", (st), (i), (flags), (table), (row))
 
 /* Times and counts the engine can add to without overflowing. */
 #define TIME_MAX (INT64_C(1) << 53)
@@ -515,7 +482,9 @@ static int check_delivery(eu_store *s, sqlite3_stmt *st) {
     return rc;
   phase = sqlite3_column_text(st, 14);
   if (!phase || (strcmp((const char *)phase, "delivery") != 0 && strcmp((const char *)phase, "dead_letter") != 0))
-    return bad_column(s, st, 14, T, id, "is neither 'delivery' nor 'dead_letter'");
+    return eu_store_error(s, EU_ECORRUPT, "fanout: a row of %s (%s) breaks its invariants: column %s is "
+                          "neither 'delivery' nor 'dead_letter'", T, id && id[0] ? id : "the row read",
+                          sqlite3_column_name(st, 14) ? sqlite3_column_name(st, 14) : "?");
   return EU_OK;
 }
 

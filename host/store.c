@@ -713,6 +713,42 @@ int eu_store_error(eu_store *s, int code, const char *fmt, ...) {
   return code;
 }
 
+/* What the engines read */
+
+static int bad_column(eu_store *s, const char *engine, sqlite3_stmt *st, int i, const char *table,
+                      const char *row, const char *why) {
+  const char *name = sqlite3_column_name(st, i);
+  return eu_store_error(s, EU_ECORRUPT, "%s: a row of %s (%s) breaks its invariants: column %s %s",
+                        engine, table, row && row[0] ? row : "the row read", name ? name : "?", why);
+}
+
+int eu_store_check_int(eu_store *s, const char *engine, sqlite3_stmt *st, int i, int flags,
+                       int64_t lo, int64_t hi, const char *table, const char *row) {
+  int64_t v;
+  switch (sqlite3_column_type(st, i)) {
+  case SQLITE_NULL:
+    return flags & EU_COL_NULL ? EU_OK : bad_column(s, engine, st, i, table, row, "is NULL");
+  case SQLITE_INTEGER:
+    v = sqlite3_column_int64(st, i);
+    if (v < lo || v > hi) return bad_column(s, engine, st, i, table, row, "is out of range");
+    return EU_OK;
+  default:
+    return bad_column(s, engine, st, i, table, row, "is not an integer");
+  }
+}
+
+int eu_store_check_text(eu_store *s, const char *engine, sqlite3_stmt *st, int i, int flags,
+                        const char *table, const char *row) {
+  switch (sqlite3_column_type(st, i)) {
+  case SQLITE_NULL:
+    return flags & EU_COL_NULL ? EU_OK : bad_column(s, engine, st, i, table, row, "is NULL");
+  case SQLITE_TEXT:
+    return EU_OK;
+  default:
+    return bad_column(s, engine, st, i, table, row, "is not text");
+  }
+}
+
 /* SQLITE_FULL: the object's quota, or the disk. SQLite says the same for
  * both, so the disk is asked: a disk that still has room for a few pages
  * did not fill; with a quota set, the quota did. */

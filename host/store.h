@@ -104,6 +104,19 @@ void eu_store_reset(eu_store *s, sqlite3_stmt *st);
 int eu_store_internal_prepare(eu_store *s, const char *sql, sqlite3_stmt **out);
 int eu_store_internal_step(eu_store *s, sqlite3_stmt *st);  /* as eu_store_step */
 
+/* What the engines built on the store (fanout, agenda) read from their own
+ * tables is checked as it is read: a row may still break their invariants
+ * (a database written by an older eutaxy, a damaged file), and a bad value
+ * must be that object's error, never a crash on a NULL or a loop. Column i
+ * of st must be an integer within [lo, hi], or text; NULL only with
+ * EU_COL_NULL. Else EU_ECORRUPT, with "ENGINE: a row of TABLE (ROW) breaks
+ * its invariants: column NAME is ..." for eu_store_errmsg. */
+#define EU_COL_NULL 1
+int eu_store_check_int(eu_store *s, const char *engine, sqlite3_stmt *st, int i, int flags,
+                       int64_t lo, int64_t hi, const char *table, const char *row);
+int eu_store_check_text(eu_store *s, const char *engine, sqlite3_stmt *st, int i, int flags,
+                        const char *table, const char *row);
+
 /* Turn transaction. touch begins one if none is open. A commit (here,
  * eu_store_baseline_commit, eu_store_release) that SQLite refuses with
  * SQLITE_FULL returns EU_EFULL; the transaction is then rolled back whole
