@@ -118,6 +118,7 @@ struct eu_store {
   int depth;           /* open savepoints */
   int baseline;        /* a run's outer transaction is open: turns are savepoints in it */
   int lost_code;       /* the failure after which SQLite ended that transaction itself, or 0 */
+  int txn_open;        /* outside baseline mode: touch began the turn's transaction */
   int turn;            /* in baseline mode: a turn's savepoint is open */
   int alarm_dirty;
   uint64_t tick;
@@ -1077,6 +1078,7 @@ int eu_store_baseline_begin(eu_store *s) {
   if (rc < 0) return rc;
   s->baseline = 1;
   s->lost_code = 0;
+  s->txn_open = 0;
   s->turn = 0;
   s->depth = 0;
   return EU_OK;
@@ -1113,11 +1115,19 @@ int eu_store_baseline_lost(eu_store *s) {
   return s->baseline && sqlite3_get_autocommit(s->db);
 }
 
+/* After a failure that made SQLite end the transaction (note_lost), the
+ * turn's earlier writes are gone: a later call of the same turn must not
+ * run outside any transaction, where its writes would commit alone, and
+ * the turn must not commit as if whole. Both are refused until it ends. */
+static const char turn_lost[] = "the turn's transaction was rolled back by SQLite after an error in it "
+                                "(a full database, a memory or SQL limit): the turn can only end";
+
 int eu_store_touch(eu_store *s) {
+  int rc;
   if (s->baseline) {
-    int rc;
+    if (sqlite3_get_autocommit(s->db))
+      return fail(s, EU_ESQL, s->turn ? turn_lost : "the run's transaction was rolled back by SQLite");
     if (s->turn) return EU_OK;
-    if (sqlite3_get_autocommit(s->db)) return fail(s, EU_ESQL, "the run's transaction was rolled back by SQLite");
     rc = is_run(s, IS_TURN_BEGIN);
     if (rc < 0) return rc;
     s->turn = 1;
@@ -1125,13 +1135,16 @@ int eu_store_touch(eu_store *s) {
     return EU_OK;
   }
   if (!sqlite3_get_autocommit(s->db)) return EU_OK;
+  if (s->txn_open) return fail(s, EU_ESQL, turn_lost);
   s->depth = 0;
-  return is_run(s, IS_BEGIN);
+  rc = is_run(s, IS_BEGIN);
+  if (rc == EU_OK) s->txn_open = 1;
+  return rc;
 }
 
 int eu_store_in_turn(eu_store *s) {
   if (s->baseline) return s->turn;
-  return !sqlite3_get_autocommit(s->db);
+  return s->txn_open || !sqlite3_get_autocommit(s->db);
 }
 
 int eu_store_commit(eu_store *s) {
@@ -1146,11 +1159,14 @@ int eu_store_commit(eu_store *s) {
   }
   if (sqlite3_get_autocommit(s->db)) {
     s->depth = 0;
-    return EU_OK;
+    if (!s->txn_open) return EU_OK;
+    s->txn_open = 0;
+    return fail(s, EU_ESQL, turn_lost);
   }
   reset_busy(s);
   rc = commit_all(s);
   s->depth = 0;
+  s->txn_open = 0;
   return rc;
 }
 
@@ -1167,6 +1183,7 @@ int eu_store_rollback(eu_store *s) {
     return is_run(s, IS_TURN_RELEASE);
   }
   s->depth = 0;
+  s->txn_open = 0;
   if (sqlite3_get_autocommit(s->db)) return EU_OK;
   reset_busy(s);
   rc = is_run(s, IS_ROLLBACK);

@@ -109,6 +109,31 @@ static void test_the_quota_fails_the_write_and_the_store_goes_on(void) {
   eu_store_close(s);
 }
 
+/* A single-row write past the quota makes SQLite end the whole turn: a
+ * later call of that turn must not write outside it, nor the turn commit. */
+static void test_a_turn_sqlite_ended_can_only_end(void) {
+  eu_store *s = open_store(NULL);
+  eu_store_limits l = { 0, NULL, 64 * 1024 };
+  int i, rc = 0;
+  ASSERT_OK(eu_store_set_limits(s, &l));
+  ASSERT_EQ(run(s, "CREATE TABLE t(x)"), 0);
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_EQ(run(s, "INSERT INTO t VALUES (1)"), 0);
+  for (i = 0; i < 100 && rc >= 0; i++) rc = run(s, "INSERT INTO t VALUES (randomblob(4000))");
+  ASSERT_EQ(rc, EU_EFULL);
+  ASSERT(sqlite3_get_autocommit(eu_store_db(s)));  /* SQLite ended the transaction */
+  ASSERT(eu_store_in_turn(s));
+  ASSERT(run(s, "INSERT INTO t VALUES (2)") < 0);
+  ASSERT(strstr(eu_store_errmsg(s), "the turn can only end") != NULL);
+  ASSERT(eu_store_commit(s) < 0);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM t"), 0);
+  /* the next turn is whole again */
+  ASSERT_EQ(run(s, "INSERT INTO t VALUES (3)"), 0);
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM t"), 1);
+  eu_store_close(s);
+}
+
 /* A VFS over the default one whose writes fail with SQLITE_FULL on demand:
  * the disk filling up under a commit. */
 static sqlite3_vfs full_vfs, *real_vfs;
@@ -293,6 +318,7 @@ static void test_engine_rows_that_break_invariants_are_clear_errors(void) {
 static const eu_test tests[] = {
   T(test_a_user_trigger_runs_with_the_users_rights),
   T(test_the_quota_fails_the_write_and_the_store_goes_on),
+  T(test_a_turn_sqlite_ended_can_only_end),
   T(test_a_commit_the_disk_refuses_is_rolled_back_and_the_store_goes_on),
   T(test_sql_memory_is_counted_to_the_store_that_made_it),
   T(test_the_memory_limit_refuses_user_sql_as_the_objects_failure),
