@@ -118,6 +118,7 @@ struct eu_store {
   int depth;           /* open savepoints */
   int baseline;        /* a run's outer transaction is open: turns are savepoints in it */
   int lost_code;       /* the failure after which SQLite ended that transaction itself, or 0 */
+  char lost_msg[256];  /* and its message */
   int txn_open;        /* outside baseline mode: touch began the turn's transaction */
   int turn;            /* in baseline mode: a turn's savepoint is open */
   int alarm_dirty;
@@ -221,11 +222,22 @@ static int full(eu_store *s);
  * statement alone: in baseline mode every turn since begin is then lost,
  * and what lost them decides whose failure that is (eu_store_lost_code). */
 static void note_lost(eu_store *s, int rc) {
-  if (s->baseline && !s->lost_code && sqlite3_get_autocommit(s->db)) s->lost_code = rc & 0xff;
+  if (s->baseline && !s->lost_code && sqlite3_get_autocommit(s->db)) {
+    s->lost_code = rc & 0xff;
+    snprintf(s->lost_msg, sizeof s->lost_msg, "%.250s", s->errmsg);
+  }
 }
 
+static int describe_sql(eu_store *s, int rc);
+
 static int fail_sql(eu_store *s, int rc) {
+  int code = describe_sql(s, rc);
   note_lost(s, rc);
+  return code;
+}
+
+/* Writes the message of a failure rc of SQLite's; returns the host's code. */
+static int describe_sql(eu_store *s, int rc) {
   if ((rc & 0xff) == SQLITE_NOMEM && s->mem->refused) {
     /* The object's limit, not the machine's: no note for the checker. */
     s->mem->refused = 0;
@@ -794,12 +806,15 @@ static int apply_quota(eu_store *s) {
 }
 
 int eu_store_set_limits(eu_store *s, const eu_store_limits *l) {
-  int quota_changed = l->max_bytes != s->lim.max_bytes;  /* a world sets them at every build */
+  int64_t before = s->lim.max_bytes;  /* a world sets them at every build: the pragma only on a change */
+  int rc;
   if (l->max_bytes < 0) return fail(s, EU_EINVAL, "max_bytes must not be negative");
   s->lim = *l;
   s->mem->limit = l->mem_limit;
   s->mem->also = l->mem_also;
-  return quota_changed ? apply_quota(s) : EU_OK;
+  if (l->max_bytes == before) return EU_OK;
+  if ((rc = apply_quota(s)) < 0) s->lim.max_bytes = before;  /* tried again at the next call */
+  return rc;
 }
 
 const size_t *eu_store_mem_ptr(eu_store *s) { return &s->mem->live; }
@@ -971,10 +986,11 @@ int eu_store_step(eu_store *s, sqlite3_stmt *st) {
     return rc == SQLITE_ROW;
   }
   if (s->over_steps || (m->over && (rc & 0xff) == SQLITE_NOMEM)) {
-    note_lost(s, rc);
+    int sqlite_rc = rc;
     m->over = m->refused = 0;
     rc = fail(s, EU_ESQL, "the statement ran past the CPU limit (more than 200,000,000 SQLite steps), "
               "counting a step for each 4 bytes it allocates");
+    note_lost(s, sqlite_rc);
   } else {
     rc = fail_sql(s, rc);
   }
@@ -1099,9 +1115,14 @@ int eu_store_baseline_commit(eu_store *s) {
   if (!s->baseline) return EU_OK;
   reset_busy(s);
   if (s->turn) rc = fail(s, EU_EINVAL, "a turn is open");
-  else if (sqlite3_get_autocommit(s->db) && s->lost_code == SQLITE_FULL)
-    rc = fail(s, EU_EFULL, "the batch's transaction was rolled back by SQLite: the storage is full");
-  else if (sqlite3_get_autocommit(s->db)) rc = fail(s, EU_ESQL, "the batch's transaction was rolled back by SQLite");
+  else if (sqlite3_get_autocommit(s->db) && s->lost_code)
+    rc = eu_store_error(s, s->lost_code == SQLITE_FULL ? EU_EFULL : EU_ESQL,
+                        "the batch's transaction was rolled back by SQLite after: %s", s->lost_msg);
+  else if (sqlite3_get_autocommit(s->db)) {
+    char last[256];
+    snprintf(last, sizeof last, "%.250s", s->errmsg[0] ? s->errmsg : "none");
+    rc = eu_store_error(s, EU_ESQL, "the batch's transaction was rolled back by SQLite (the last error: %s)", last);
+  }
   else rc = commit_all(s);
   s->baseline = s->turn = s->depth = 0;
   return rc;

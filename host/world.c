@@ -583,15 +583,16 @@ eu_object *eu_world_object_by_name(eu_world *w, const char *binding, const char 
 /* An object's isolate and store count each other's memory toward the one
  * limit, and the store holds its database to max_object_bytes. Called
  * whenever either is made or the isolate goes, so that neither keeps a
- * pointer into a closed isolate. */
-static void link_limits(eu_world *w, eu_object *o) {
+ * pointer into a closed isolate. Fails only where the quota's pragma does
+ * (an I/O error): eu_store_errmsg says why. */
+static int link_limits(eu_world *w, eu_object *o) {
   eu_store_limits l;
-  if (!o->store) return;
+  if (!o->store) return EU_OK;
   l.mem_limit = o->iso ? eu_isolate_mem_limit(o->iso) : 0;
   l.mem_also = o->iso ? eu_isolate_mem_ptr(o->iso) : NULL;
   l.max_bytes = w->o.max_object_bytes;
-  eu_store_set_limits(o->store, &l);
   if (o->iso) eu_isolate_count_also(o->iso, eu_store_mem_ptr(o->store));
+  return eu_store_set_limits(o->store, &l);
 }
 
 /* Closing runs what is left of user code in the isolate (the collector's
@@ -603,7 +604,7 @@ static void close_isolate(eu_world *w, eu_object *o) {
   o->iso = NULL;
   o->dispatch_ref = o->wire_error_ref = LUA_NOREF;
   if (o->store) {
-    link_limits(w, o);
+    link_limits(w, o);  /* the quota is the same: nothing that can fail runs */
     eu_store_gate(o->store, 1);
   }
 }
@@ -616,10 +617,17 @@ eu_store *eu_object_store(eu_world *w, eu_object *o, char *err, size_t errlen) {
   if (!o->store && w->o.store_provider) {
     o->store = w->o.store_provider(w->o.store_ud, o->ns, o->hex, err, errlen);
     o->store_lent = o->store != NULL;
-    if (o->store) link_limits(w, o);
+    if (!o->store) return NULL;
+    if (link_limits(w, o) != EU_OK) {
+      eu_err(err, errlen, EU_ESQL, "%s", eu_store_errmsg(o->store));
+      return NULL;
+    }
   } else if (!o->store) {
     if (eu_store_open(&o->store, NULL, err, errlen) != EU_OK) return NULL;
-    link_limits(w, o);
+    if (link_limits(w, o) != EU_OK) {
+      eu_err(err, errlen, EU_ESQL, "%s", eu_store_errmsg(o->store));
+      return NULL;
+    }
   }
   note_resident(w, o);
   return o->store;
@@ -708,7 +716,11 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   io.log = log_print;
   io.ud = o;
   if ((rc = eu_isolate_new(&o->iso, &io, err, errlen)) != EU_OK) return rc;
-  link_limits(w, o);
+  if (link_limits(w, o) != EU_OK) {
+    eu_err(err, errlen, EU_ESQL, "%s", eu_store_errmsg(o->store));
+    close_isolate(w, o);
+    return EU_ESQL;
+  }
   L = eu_isolate_L(o->iso);
   a.w = w;
   a.o = o;
