@@ -31,19 +31,6 @@ static eu_store *open_store(const char *path) {
   return s;
 }
 
-/* User SQL with no bindings, in the turn: the rows, or a negative code. */
-static int run(eu_store *s, const char *sql) {
-  sqlite3_stmt *st;
-  int rc, rows = 0;
-  if ((rc = eu_store_touch(s)) < 0) return rc;
-  if ((rc = eu_store_prepare(s, sql, strlen(sql), &st)) < 0) return rc;
-  if (!st) return 0;
-  while ((rc = eu_store_step(s, st)) == 1) rows++;
-  if (rc < 0) return rc;
-  eu_store_reset(s, st);
-  return rows;
-}
-
 static uint64_t random_zero(void *ud) {
   (void)ud;
   return 0;
@@ -79,10 +66,10 @@ static void test_a_user_trigger_runs_with_the_users_rights(void) {
   ASSERT_OK(eu_store_rollback(s));
   ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM _eutaxy_kv"), 0);
   /* the user can still drop it, and the engine works again */
-  ASSERT_EQ(run(s, "DROP TRIGGER old"), 0);
+  ASSERT_EQ(sql_run(s, "DROP TRIGGER old"), 0);
   ASSERT_OK(eu_agenda_set(s, "p", "", 5));
   ASSERT_OK(eu_store_commit(s));
-  ASSERT(run(s, "DROP INDEX eutaxy_agenda_by_due") < 0);
+  ASSERT(sql_run(s, "DROP INDEX eutaxy_agenda_by_due") < 0);
   ASSERT_CONTAINS(eu_store_errmsg(s), "the name eutaxy_agenda_by_due is reserved for eutaxy");
   ASSERT_OK(eu_store_rollback(s));
   eu_store_close(s);
@@ -93,18 +80,18 @@ static void test_the_quota_fails_the_write_and_the_store_goes_on(void) {
   eu_store_limits l = { 0, NULL, 64 * 1024 };
   int i, rc = 0;
   ASSERT_OK(eu_store_set_limits(s, &l));
-  ASSERT_EQ(run(s, "CREATE TABLE t(x)"), 0);
+  ASSERT_EQ(sql_run(s, "CREATE TABLE t(x)"), 0);
   ASSERT_OK(eu_store_commit(s));
-  for (i = 0; i < 100 && rc >= 0; i++) rc = run(s, "INSERT INTO t VALUES (randomblob(4000))");
+  for (i = 0; i < 100 && rc >= 0; i++) rc = sql_run(s, "INSERT INTO t VALUES (randomblob(4000))");
   ASSERT_EQ(rc, EU_EFULL);
   ASSERT_STR_EQ(eu_store_errmsg(s), "the object's storage is full: its database may hold 65536 bytes "
                                     "(--max-object-bytes)");
   ASSERT_OK(eu_store_rollback(s));
-  ASSERT_EQ(run(s, "INSERT INTO t VALUES (1)"), 0);
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (1)"), 0);
   ASSERT_OK(eu_store_commit(s));
   ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM t"), 1);
   /* user SQL cannot lift it */
-  ASSERT(run(s, "PRAGMA max_page_count = 100000") < 0);
+  ASSERT(sql_run(s, "PRAGMA max_page_count = 100000") < 0);
   ASSERT_OK(eu_store_rollback(s));
   eu_store_close(s);
 }
@@ -116,19 +103,19 @@ static void test_a_turn_sqlite_ended_can_only_end(void) {
   eu_store_limits l = { 0, NULL, 64 * 1024 };
   int i, rc = 0;
   ASSERT_OK(eu_store_set_limits(s, &l));
-  ASSERT_EQ(run(s, "CREATE TABLE t(x)"), 0);
+  ASSERT_EQ(sql_run(s, "CREATE TABLE t(x)"), 0);
   ASSERT_OK(eu_store_commit(s));
-  ASSERT_EQ(run(s, "INSERT INTO t VALUES (1)"), 0);
-  for (i = 0; i < 100 && rc >= 0; i++) rc = run(s, "INSERT INTO t VALUES (randomblob(4000))");
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (1)"), 0);
+  for (i = 0; i < 100 && rc >= 0; i++) rc = sql_run(s, "INSERT INTO t VALUES (randomblob(4000))");
   ASSERT_EQ(rc, EU_EFULL);
   ASSERT(sqlite3_get_autocommit(eu_store_db(s)));  /* SQLite ended the transaction */
   ASSERT(eu_store_in_turn(s));
-  ASSERT(run(s, "INSERT INTO t VALUES (2)") < 0);
+  ASSERT(sql_run(s, "INSERT INTO t VALUES (2)") < 0);
   ASSERT(strstr(eu_store_errmsg(s), "the turn can only end") != NULL);
   ASSERT(eu_store_commit(s) < 0);
   ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM t"), 0);
   /* the next turn is whole again */
-  ASSERT_EQ(run(s, "INSERT INTO t VALUES (3)"), 0);
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (3)"), 0);
   ASSERT_OK(eu_store_commit(s));
   ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM t"), 1);
   eu_store_close(s);
@@ -201,16 +188,16 @@ static void test_a_commit_the_disk_refuses_is_rolled_back_and_the_store_goes_on(
   full_vfs.xOpen = fv_open;
   ASSERT_EQ(sqlite3_vfs_register(&full_vfs, 1), SQLITE_OK);
   s = open_store(path);
-  ASSERT_EQ(run(s, "CREATE TABLE t(x)"), 0);
+  ASSERT_EQ(sql_run(s, "CREATE TABLE t(x)"), 0);
   ASSERT_OK(eu_store_commit(s));
-  ASSERT_EQ(run(s, "INSERT INTO t VALUES (1)"), 0);
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (1)"), 0);
   disk_full = 1;
   ASSERT_EQ(eu_store_commit(s), EU_EFULL);
   ASSERT_STR_EQ(eu_store_errmsg(s), "the disk is full (SQLITE_FULL)");
   disk_full = 0;
   ASSERT(!eu_store_in_turn(s));
   ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM t"), 0);
-  ASSERT_EQ(run(s, "INSERT INTO t VALUES (2)"), 0);
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (2)"), 0);
   ASSERT_OK(eu_store_commit(s));
   ASSERT_EQ(sql_scalar(s, "SELECT sum(x) FROM t"), 2);
   eu_store_close(s);
@@ -245,11 +232,11 @@ static void test_the_memory_limit_refuses_user_sql_as_the_objects_failure(void) 
   eu_store_limits l = { 8u << 20, &isolate, 0 };
   uint64_t ooms = eu_faultsim_ooms();
   ASSERT_OK(eu_store_set_limits(s, &l));
-  ASSERT_EQ(run(s, "SELECT length(hex(randomblob(900000)))"), EU_ESQL);
+  ASSERT_EQ(sql_run(s, "SELECT length(hex(randomblob(900000)))"), EU_ESQL);
   ASSERT_STR_EQ(eu_store_errmsg(s), "memory limit exceeded: the object may use 8 MiB, its SQL included");
   ASSERT_EQ(eu_faultsim_ooms(), ooms);  /* not the machine's out of memory */
   isolate = 0;
-  ASSERT_EQ(run(s, "SELECT length(hex(randomblob(900000)))"), 1);
+  ASSERT_EQ(sql_run(s, "SELECT length(hex(randomblob(900000)))"), 1);
   ASSERT_OK(eu_store_commit(s));
   eu_store_close(s);
 }

@@ -5,6 +5,7 @@
 #define EUTAXY_TEST_SQL_H
 
 #include <sqlite3.h>
+#include <string.h>
 
 #include "store.h"
 #include "test.h"
@@ -18,6 +19,20 @@ static inline int64_t sql_scalar(eu_store *s, const char *sql) {
   n = sqlite3_column_int64(st, 0);
   eu_store_reset(s, st);
   return n;
+}
+
+/* Runs user SQL with no bindings in the turn, as exec does: the rows it
+ * gave, or a negative code. */
+static inline int sql_run(eu_store *s, const char *sql) {
+  sqlite3_stmt *st;
+  int rc, rows = 0;
+  if ((rc = eu_store_touch(s)) < 0) return rc;
+  if ((rc = eu_store_prepare(s, sql, strlen(sql), &st)) < 0) return rc;
+  if (!st) return 0;
+  while ((rc = eu_store_step(s, st)) == 1) rows++;
+  if (rc < 0) return rc;
+  eu_store_reset(s, st);
+  return rows;
 }
 
 /* The object's alarm: its time, or -1 when none is set. */

@@ -16,6 +16,7 @@
 
 #include "eutaxy.h"
 #include "test.h"
+#include "test_sql.h"
 #include "lstore.h"
 #include "store.h"
 
@@ -29,20 +30,6 @@ static eu_store *open_store(void) {
   ASSERT_OK(eu_store_open(&s, NULL, err, sizeof err));
   ASSERT(s != NULL);
   return s;
-}
-
-/* Runs user SQL with no bindings, as exec does; returns the rows it gave
- * or a negative code. */
-static int run(eu_store *s, const char *sql) {
-  sqlite3_stmt *st;
-  int rc, rows = 0;
-  if ((rc = eu_store_touch(s)) < 0) return rc;
-  if ((rc = eu_store_prepare(s, sql, strlen(sql), &st)) < 0) return rc;
-  if (!st) return 0;
-  while ((rc = eu_store_step(s, st)) == 1) rows++;
-  if (rc < 0) return rc;
-  eu_store_reset(s, st);
-  return rows;
 }
 
 /* The first column of the one row sql gives, as an integer. */
@@ -69,7 +56,7 @@ static int count_raw(eu_store *s, const char *sql) {
 }
 
 static void refused(eu_store *s, const char *sql, const char *reason) {
-  int rc = run(s, sql);
+  int rc = sql_run(s, sql);
   if (rc != EU_ESQL) fprintf(stderr, "not refused (%d): %s\n", rc, sql);
   ASSERT_EQ(rc, EU_ESQL);
   ASSERT_CONTAINS(eu_store_errmsg(s), reason);
@@ -97,13 +84,13 @@ static void test_turn_commits_and_rolls_back(void) {
   eu_store *s = open_store();
   ASSERT_OK(eu_store_commit(s));    /* no turn: nothing to do */
   ASSERT_OK(eu_store_rollback(s));
-  ASSERT_EQ(run(s, "CREATE TABLE t(x)"), 0);
+  ASSERT_EQ(sql_run(s, "CREATE TABLE t(x)"), 0);
   ASSERT(eu_store_in_turn(s));
   ASSERT_OK(eu_store_commit(s));
   ASSERT(!eu_store_in_turn(s));
-  ASSERT_EQ(run(s, "INSERT INTO t VALUES (1)"), 0);
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (1)"), 0);
   ASSERT_OK(eu_store_commit(s));
-  ASSERT_EQ(run(s, "INSERT INTO t VALUES (2)"), 0);
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (2)"), 0);
   ASSERT_EQ(scalar(s, "SELECT count(*) FROM t"), 2);
   ASSERT_OK(eu_store_rollback(s));
   ASSERT(!eu_store_in_turn(s));
@@ -113,10 +100,10 @@ static void test_turn_commits_and_rolls_back(void) {
 
 static void test_failed_commit_rolls_back(void) {
   eu_store *s = open_store();
-  ASSERT_EQ(run(s, "CREATE TABLE p(id INTEGER PRIMARY KEY);"
+  ASSERT_EQ(sql_run(s, "CREATE TABLE p(id INTEGER PRIMARY KEY);"
                    "CREATE TABLE c(p INTEGER REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED)"), 0);
   ASSERT_OK(eu_store_commit(s));
-  ASSERT_EQ(run(s, "INSERT INTO c VALUES (42)"), 0);  /* checked at COMMIT only */
+  ASSERT_EQ(sql_run(s, "INSERT INTO c VALUES (42)"), 0);  /* checked at COMMIT only */
   refused(s, "BEGIN", "BEGIN is not allowed");  /* an old refusal is not the commit's reason */
   ASSERT_EQ(eu_store_commit(s), EU_ESQL);
   ASSERT_CONTAINS(eu_store_errmsg(s), "FOREIGN KEY constraint failed (SQLITE_CONSTRAINT_FOREIGNKEY)");
@@ -147,7 +134,7 @@ static void test_authorizer_refuses_transactions_and_attach(void) {
 
 static void test_authorizer_reserves_host_tables(void) {
   eu_store *s = open_store();
-  ASSERT_EQ(run(s, "CREATE TABLE mine(x)"), 0);
+  ASSERT_EQ(sql_run(s, "CREATE TABLE mine(x)"), 0);
   refused(s, "SELECT * FROM _eutaxy_kv", "table _eutaxy_kv is reserved for eutaxy");
   refused(s, "SELECT count(*) FROM _EUTAXY_KV", "is reserved for eutaxy");
   refused(s, "SELECT x FROM mine WHERE x IN (SELECT key FROM _eutaxy_kv)", "table _eutaxy_kv is reserved");
@@ -160,13 +147,13 @@ static void test_authorizer_reserves_host_tables(void) {
   refused(s, "CREATE TABLE _eutaxy_mine(x)", "table _eutaxy_mine is reserved");
   refused(s, "CREATE INDEX _eutaxy_i ON mine(x)", "the name _eutaxy_i is reserved");
   /* SQLite checks a view's reads where the view is used, not where it is made. */
-  ASSERT_EQ(run(s, "CREATE VIEW v AS SELECT * FROM _eutaxy_kv"), 0);
+  ASSERT_EQ(sql_run(s, "CREATE VIEW v AS SELECT * FROM _eutaxy_kv"), 0);
   refused(s, "SELECT * FROM v", "table _eutaxy_kv is reserved");
   refused(s, "SELECT count(*) FROM v", "table _eutaxy_kv is reserved");
   refused(s, "CREATE TRIGGER tr AFTER INSERT ON _eutaxy_kv BEGIN SELECT 1; END", "table _eutaxy_kv is reserved");
   /* A trigger of the user's own reaches the host table only through the
    * statement that fires it, which the authorizer sees whole. */
-  if (run(s, "CREATE TRIGGER tr AFTER INSERT ON mine BEGIN DELETE FROM _eutaxy_kv; END") == 0)
+  if (sql_run(s, "CREATE TRIGGER tr AFTER INSERT ON mine BEGIN DELETE FROM _eutaxy_kv; END") == 0)
     refused(s, "INSERT INTO mine VALUES (1)", "table _eutaxy_kv is reserved");
   else
     ASSERT_CONTAINS(eu_store_errmsg(s), "table _eutaxy_kv is reserved");
@@ -189,9 +176,9 @@ static void test_internal_sql_bypasses_the_authorizer(void) {
 
 static void test_syntax_error_carries_sqlite_text(void) {
   eu_store *s = open_store();
-  ASSERT_EQ(run(s, "SELEC 1"), EU_ESQL);
+  ASSERT_EQ(sql_run(s, "SELEC 1"), EU_ESQL);
   ASSERT_CONTAINS(eu_store_errmsg(s), "near \"SELEC\": syntax error (SQLITE_ERROR)");
-  ASSERT_EQ(run(s, "CREATE TABLE u(x UNIQUE); INSERT INTO u VALUES (1); INSERT INTO u VALUES (1)"), EU_ESQL);
+  ASSERT_EQ(sql_run(s, "CREATE TABLE u(x UNIQUE); INSERT INTO u VALUES (1); INSERT INTO u VALUES (1)"), EU_ESQL);
   ASSERT_CONTAINS(eu_store_errmsg(s), "UNIQUE constraint failed: u.x (SQLITE_CONSTRAINT_UNIQUE)");
   eu_store_close(s);
 }
@@ -240,13 +227,13 @@ static void test_statement_cache_reuses_and_evicts(void) {
 
 static void test_cached_statement_survives_schema_change(void) {
   eu_store *s = open_store();
-  ASSERT_EQ(run(s, "CREATE TABLE t(a); INSERT INTO t VALUES (1)"), 0);
-  ASSERT_EQ(run(s, "SELECT * FROM t"), 1);
-  ASSERT_EQ(run(s, "ALTER TABLE t ADD COLUMN b"), 0);
-  ASSERT_EQ(run(s, "SELECT * FROM t"), 1);
+  ASSERT_EQ(sql_run(s, "CREATE TABLE t(a); INSERT INTO t VALUES (1)"), 0);
+  ASSERT_EQ(sql_run(s, "SELECT * FROM t"), 1);
+  ASSERT_EQ(sql_run(s, "ALTER TABLE t ADD COLUMN b"), 0);
+  ASSERT_EQ(sql_run(s, "SELECT * FROM t"), 1);
   /* a recompiled statement is checked again by the authorizer */
-  ASSERT_EQ(run(s, "CREATE VIEW v AS SELECT * FROM t"), 0);
-  ASSERT_EQ(run(s, "SELECT * FROM v"), 1);
+  ASSERT_EQ(sql_run(s, "CREATE VIEW v AS SELECT * FROM t"), 0);
+  ASSERT_EQ(sql_run(s, "SELECT * FROM v"), 1);
   eu_store_close(s);
 }
 
@@ -254,13 +241,13 @@ static void test_savepoints_nest(void) {
   eu_store *s = open_store();
   ASSERT_EQ(eu_store_release(s), EU_EINVAL);
   ASSERT_EQ(eu_store_rollback_to(s), EU_EINVAL);
-  ASSERT_EQ(run(s, "CREATE TABLE t(x)"), 0);
+  ASSERT_EQ(sql_run(s, "CREATE TABLE t(x)"), 0);
   ASSERT_OK(eu_store_savepoint(s));
-  ASSERT_EQ(run(s, "INSERT INTO t VALUES (1)"), 0);
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (1)"), 0);
   ASSERT_OK(eu_store_savepoint(s));
-  ASSERT_EQ(run(s, "INSERT INTO t VALUES (2)"), 0);
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (2)"), 0);
   ASSERT_OK(eu_store_savepoint(s));
-  ASSERT_EQ(run(s, "INSERT INTO t VALUES (3)"), 0);
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (3)"), 0);
   ASSERT_OK(eu_store_release(s));
   ASSERT_OK(eu_store_rollback_to(s));  /* 2 and 3 go */
   ASSERT_EQ(scalar(s, "SELECT group_concat(x) FROM t"), 1);
@@ -271,7 +258,7 @@ static void test_savepoints_nest(void) {
   ASSERT_EQ(count_raw(s, "SELECT count(*) FROM t"), 1);
   /* a savepoint outside a turn opens the turn, and release does not end it */
   ASSERT_OK(eu_store_savepoint(s));
-  ASSERT_EQ(run(s, "INSERT INTO t VALUES (4)"), 0);
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (4)"), 0);
   ASSERT_OK(eu_store_release(s));
   ASSERT(eu_store_in_turn(s));
   ASSERT_OK(eu_store_rollback(s));
@@ -373,7 +360,7 @@ static void test_snapshot_and_restore_round_trip(void) {
   size_t len;
   int has, retry;
   int64_t at;
-  ASSERT_EQ(run(s, "CREATE TABLE t(x); INSERT INTO t VALUES (1), (2)"), 0);
+  ASSERT_EQ(sql_run(s, "CREATE TABLE t(x); INSERT INTO t VALUES (1), (2)"), 0);
   ASSERT_OK(eu_store_kv_put(s, "k", 1, "v", 1));
   ASSERT_OK(eu_store_set_alarm(s, 77, 0));
   ASSERT_EQ(eu_store_snapshot(s, &img, &len), EU_EINVAL);  /* inside a turn */
@@ -381,21 +368,21 @@ static void test_snapshot_and_restore_round_trip(void) {
   ASSERT_OK(eu_store_snapshot(s, &img, &len));
   ASSERT(len > 0);
   ASSERT_EQ(scalar(s, "SELECT count(*) FROM t"), 2);  /* cached before the restore */
-  ASSERT_EQ(run(s, "DELETE FROM t; DROP TABLE t; CREATE TABLE other(y)"), 0);
+  ASSERT_EQ(sql_run(s, "DELETE FROM t; DROP TABLE t; CREATE TABLE other(y)"), 0);
   ASSERT_OK(eu_store_kv_delete_all(s));
   ASSERT_OK(eu_store_delete_alarm(s));
   ASSERT_OK(eu_store_commit(s));
-  ASSERT_EQ(run(s, "INSERT INTO other VALUES (1)"), 0);  /* a turn left open */
+  ASSERT_EQ(sql_run(s, "INSERT INTO other VALUES (1)"), 0);  /* a turn left open */
   ASSERT_OK(eu_store_restore(s, img, len));
   ASSERT(!eu_store_in_turn(s));
   ASSERT_EQ(scalar(s, "SELECT count(*) FROM t"), 2);
-  ASSERT_EQ(run(s, "SELECT * FROM other"), EU_ESQL);
+  ASSERT_EQ(sql_run(s, "SELECT * FROM other"), EU_ESQL);
   ASSERT_CONTAINS(eu_store_errmsg(s), "no such table: other");
   ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
   ASSERT(has && at == 77);
   refused(s, "SELECT * FROM _eutaxy_kv", "reserved");  /* the authorizer survives */
   /* the restored image is resizable: it can grow */
-  ASSERT_EQ(run(s, "INSERT INTO t SELECT randomblob(1000) FROM t, t t2, t t3"), 0);
+  ASSERT_EQ(sql_run(s, "INSERT INTO t SELECT randomblob(1000) FROM t, t t2, t t3"), 0);
   ASSERT_OK(eu_store_commit(s));
   /* an image that is not a database */
   memset(junk, 'x', sizeof junk);
