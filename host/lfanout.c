@@ -64,8 +64,6 @@ static lfanout *self(lua_State *L) {
   return f;
 }
 
-static int raise_store(lua_State *L, eu_store *s);
-
 /* Every function but migrate first makes sure the tables are there (a
  * current database costs two reads): a fanout made in a turn that was
  * rolled back later would otherwise find them gone. */

@@ -72,6 +72,7 @@
 #include "determ.h"
 #include "isolate.h"
 #include "pattern.h"
+#include "prng.h"
 #include "sandbox.h"
 
 #define EU_HOOK_STEP 10000
@@ -542,9 +543,7 @@ static found *founds[FOUND_BUCKETS];
 static lua_CFunction cjson_open;
 
 static unsigned hash_bytes(const char *s, size_t n) {
-  unsigned h = 2166136261u;
-  while (n--) h = (h ^ (unsigned char)*s++) * 16777619u;
-  return h % FOUND_BUCKETS;
+  return (unsigned)(eu_hash64(s, n, 0) % FOUND_BUCKETS);
 }
 
 void eu_sandbox_cache_clear(void) {

@@ -347,12 +347,14 @@ static int pragma_allowed(eu_store *s, const char *name, const char *arg) {
   if (IN_LIST(name, eu_pragmas_limits))
     return deny(s, "PRAGMA %s is not allowed in sql:exec: the host sets the object's memory "
                 "and storage%s", name, arg && IN_LIST(name, eu_pragmas_read) ? " (it may be read)" : "");
-  return deny(s, "PRAGMA %s is not allowed in sql:exec; an object may use table_info, table_xinfo, "
-              "table_list, index_list, index_info, index_xinfo, foreign_key_list, foreign_key_check, "
-              "integrity_check, quick_check, foreign_keys, defer_foreign_keys, case_sensitive_like, "
-              "recursive_triggers, reverse_unordered_selects, ignore_check_constraints, "
-              "legacy_alter_table, optimize, user_version, data_version, page_count, freelist_count "
-              "and read page_size and max_page_count", name);
+  {
+    char may[400] = "";
+    size_t i, n = 0;
+    for (i = 0; i < sizeof eu_pragmas_free / sizeof eu_pragmas_free[0] && n < sizeof may; i++)
+      n += (size_t)snprintf(may + n, sizeof may - n, "%s%s", i ? ", " : "", eu_pragmas_free[i]);
+    return deny(s, "PRAGMA %s is not allowed in sql:exec; an object may use %s, and read page_size "
+                "and max_page_count", name, may);
+  }
 }
 
 /* ALTER TABLE ... RENAME TO: the authorizer is told the old name only, so

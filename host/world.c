@@ -536,9 +536,12 @@ eu_object *eu_world_object_named(eu_world *w, int ns, const char *hex, const cha
            hex);
     return NULL;
   }
+  o = find_object(w, ns, hex);
+  if (o && (!name || o->name)) return o;
+  /* The name is recorded now, and becomes the object's ctx.id.name: it is
+   * only ever told with its id, never chosen, so it must be the one its id
+   * was made from. Later calls cannot change it, so they are not hashed. */
   if (name) {
-    /* A name is only ever told with its id, never chosen: the object's
-     * ctx.id.name must be the one its id was made from. */
     char want[65];
     int rc = eu_world_id_from_name(w, ns, name, namelen, want);
     if (rc != EU_OK) {
@@ -550,13 +553,10 @@ eu_object *eu_world_object_named(eu_world *w, int ns, const char *hex, const cha
       return NULL;
     }
   }
-  o = find_object(w, ns, hex);
-  if (o) {
-    if (name && !o->name) {  /* an id seen first by value, now by name */
-      o->name = dupmem(name, namelen);
-      o->namelen = o->name ? namelen : 0;
-      snprintf(o->tag, sizeof o->tag, "DO:%s(%.48s)", w->bindings[ns].name, name);
-    }
+  if (o) {  /* an id seen first by value, now by name */
+    o->name = dupmem(name, namelen);
+    o->namelen = o->name ? namelen : 0;
+    snprintf(o->tag, sizeof o->tag, "DO:%s(%.48s)", w->bindings[ns].name, name);
     return o;
   }
   o = add_object(w, ns, hex, name, namelen);
@@ -614,16 +614,14 @@ eu_store *eu_object_store(eu_world *w, eu_object *o, char *err, size_t errlen) {
     eu_err(err, errlen, EU_EINVAL, "the worker has no storage");
     return NULL;
   }
-  if (!o->store && w->o.store_provider) {
-    o->store = w->o.store_provider(w->o.store_ud, o->ns, o->hex, err, errlen);
-    o->store_lent = o->store != NULL;
-    if (!o->store) return NULL;
-    if (link_limits(w, o) != EU_OK) {
-      eu_err(err, errlen, EU_ESQL, "%s", eu_store_errmsg(o->store));
+  if (!o->store) {
+    if (w->o.store_provider) {
+      o->store = w->o.store_provider(w->o.store_ud, o->ns, o->hex, err, errlen);
+      o->store_lent = o->store != NULL;
+      if (!o->store) return NULL;
+    } else if (eu_store_open(&o->store, NULL, err, errlen) != EU_OK) {
       return NULL;
     }
-  } else if (!o->store) {
-    if (eu_store_open(&o->store, NULL, err, errlen) != EU_OK) return NULL;
     if (link_limits(w, o) != EU_OK) {
       eu_err(err, errlen, EU_ESQL, "%s", eu_store_errmsg(o->store));
       return NULL;

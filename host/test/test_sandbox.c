@@ -75,15 +75,26 @@ static void test_a_user_trigger_runs_with_the_users_rights(void) {
   eu_store_close(s);
 }
 
-static void test_the_quota_fails_the_write_and_the_store_goes_on(void) {
+/* An in-memory store held to 64 KiB, with an empty table t committed. */
+static eu_store *small_store(void) {
   eu_store *s = open_store(NULL);
   eu_store_limits l = { 0, NULL, 64 * 1024 };
-  int i, rc = 0;
   ASSERT_OK(eu_store_set_limits(s, &l));
   ASSERT_EQ(sql_run(s, "CREATE TABLE t(x)"), 0);
   ASSERT_OK(eu_store_commit(s));
+  return s;
+}
+
+/* Single-row writes in the turn until one fails: its code. */
+static int fill(eu_store *s) {
+  int i, rc = 0;
   for (i = 0; i < 100 && rc >= 0; i++) rc = sql_run(s, "INSERT INTO t VALUES (randomblob(4000))");
-  ASSERT_EQ(rc, EU_EFULL);
+  return rc;
+}
+
+static void test_the_quota_fails_the_write_and_the_store_goes_on(void) {
+  eu_store *s = small_store();
+  ASSERT_EQ(fill(s), EU_EFULL);
   ASSERT_STR_EQ(eu_store_errmsg(s), "the object's storage is full: its database may hold 65536 bytes "
                                     "(--max-object-bytes)");
   ASSERT_OK(eu_store_rollback(s));
@@ -99,15 +110,9 @@ static void test_the_quota_fails_the_write_and_the_store_goes_on(void) {
 /* A single-row write past the quota makes SQLite end the whole turn: a
  * later call of that turn must not write outside it, nor the turn commit. */
 static void test_a_turn_sqlite_ended_can_only_end(void) {
-  eu_store *s = open_store(NULL);
-  eu_store_limits l = { 0, NULL, 64 * 1024 };
-  int i, rc = 0;
-  ASSERT_OK(eu_store_set_limits(s, &l));
-  ASSERT_EQ(sql_run(s, "CREATE TABLE t(x)"), 0);
-  ASSERT_OK(eu_store_commit(s));
+  eu_store *s = small_store();
   ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (1)"), 0);
-  for (i = 0; i < 100 && rc >= 0; i++) rc = sql_run(s, "INSERT INTO t VALUES (randomblob(4000))");
-  ASSERT_EQ(rc, EU_EFULL);
+  ASSERT_EQ(fill(s), EU_EFULL);
   ASSERT(sqlite3_get_autocommit(eu_store_db(s)));  /* SQLite ended the transaction */
   ASSERT(eu_store_in_turn(s));
   ASSERT(sql_run(s, "INSERT INTO t VALUES (2)") < 0);
