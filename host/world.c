@@ -79,6 +79,7 @@ struct eu_task {
   int crash_caller;     /* fault: the caller crashes right after the answer */
   int alarm_lost;       /* fault: the alarm's completion is lost */
   char method[64];
+  char wait_point[EU_LABEL + 64];  /* the fault point of its current yield, when reset may strike there */
   char label[EU_LABEL];
   eu_task *next;        /* in the live list */
 };
@@ -89,6 +90,7 @@ typedef struct eu_root {
   char event[64];
   int delivery;
   int effects;
+  int sleeps;
 } eu_root;
 
 typedef struct eu_slot {
@@ -400,6 +402,7 @@ static int new_root(eu_world *w, const char *event, int delivery) {
   snprintf(w->roots[w->nroots].event, sizeof w->roots[w->nroots].event, "%.63s", event);
   w->roots[w->nroots].delivery = delivery;
   w->roots[w->nroots].effects = 0;
+  w->roots[w->nroots].sleeps = 0;
   return w->nroots++;
 }
 
@@ -413,6 +416,22 @@ static void fault_label(eu_world *w, char *out, size_t n, int root, int effect, 
              effect, who, method);
   else  /* a drive event delivered to an object directly */
     snprintf(out, n, "%s#%d (DO:%s %s)", r ? r->event : "?", r ? r->delivery : 0, who, method);
+}
+
+/* The fault point of a task's yield: reset may strike while it waits there.
+ * "req-1#1 while the worker waits for effect #0 (DO:POOL acquire)",
+ * "alarm DO:SHOP(s)#1 while DO:SHOP(s) sleeps 500ms (sleep #0)". A sleep
+ * is numbered in its root as calls are. */
+static void wait_point(eu_world *w, eu_task *t, int effect, int ns, const char *method, int64_t ms) {
+  eu_root *r = t->root >= 0 && t->root < w->nroots ? &w->roots[t->root] : NULL;
+  const char *who = t->obj->ns >= 0 ? t->obj->tag : "the worker";
+  if (method)
+    snprintf(t->wait_point, sizeof t->wait_point, "%.40s#%d while %.30s waits for effect #%d (DO:%.20s %.20s)",
+             r ? r->event : "?", r ? r->delivery : 0, who, effect, ns >= 0 ? w->bindings[ns].name : "worker",
+             method);
+  else
+    snprintf(t->wait_point, sizeof t->wait_point, "%.40s#%d while %.30s sleeps %" PRId64 "ms (sleep #%d)",
+             r ? r->event : "?", r ? r->delivery : 0, who, ms, r ? r->sleeps++ : 0);
 }
 
 /* ---- ids -------------------------------------------------------------- */
@@ -1093,6 +1112,34 @@ static void fail(eu_world *w, eu_task *t, lua_State *co) {
   finish(w, t, 0, data, len);
 }
 
+/* Its turn committed, t waits at a yield point, where its object may be
+ * reset (a deploy, a limit, a machine lost): every invocation in flight in
+ * it ends, and the calls they wait for run on at their callees. The
+ * worker's request ends alone: its client went away, and the answer it
+ * would have sent is lost. */
+static void strike_waiting(eu_world *w, eu_task *t) {
+  char label[sizeof t->wait_point];
+  memcpy(label, t->wait_point, sizeof label);
+  t->wait_point[0] = '\0';
+  if (fault_on(w, EU_FAULT_BIT(EU_FAULT_RESET), label, t->obj->tag) != EU_FAULT_RESET) return;
+  if (t->obj->ns >= 0) {
+    eu_world_reset(w, t->obj);
+    return;
+  }
+  trace(w, "%s  ends: its client went away while it waited", t->label);
+  record(w, "note", t->obj->tag, NULL, "%s ends: its client went away", t->label);
+  if (t->origin_slot > 0 && t->origin_slot <= w->nslots && w->slots[t->origin_slot - 1].used) {
+    eu_slot *s = &w->slots[t->origin_slot - 1];
+    free(s->data);
+    s->data = NULL;  /* no answer: the client is gone */
+    s->len = 0;
+    s->done = 1;
+  } else {
+    answer_error(w, t, "Error", "the invocation ended: its client went away", 0, 1);
+  }
+  free_task(w, t);
+}
+
 static void run_turn(eu_world *w, eu_task *t, int nargs) {
   lua_State *co = t->co;
   eu_object *o = t->obj;
@@ -1119,7 +1166,9 @@ static void run_turn(eu_world *w, eu_task *t, int nargs) {
       trace(w, "%s  %s", t->label, err);
       answer_error(w, t, "Error", err, 0, 1);
       finish(w, t, 0, NULL, 0);
+      return;
     }
+    if (t->wait_point[0]) strike_waiting(w, t);
     return;
   }
   if (status != LUA_OK) {
@@ -1484,6 +1533,7 @@ int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t n
   }
   effect = t->root >= 0 ? w->roots[t->root].effects++ : 0;
   t->waiting = EU_WAIT_CALL;
+  if (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET)) wait_point(w, t, effect, ns, method, 0);
   if (TRACING(w)) {
     eu_buf tmp;
     eu_buf_init(&tmp);
@@ -1536,6 +1586,7 @@ int eu_task_sleep(eu_task *t, int64_t ms) {
   int rc = ok_payload(w, &data, &len);
   if (rc != EU_OK) return rc;
   t->waiting = EU_WAIT_SLEEP;
+  if (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET)) wait_point(w, t, 0, -1, NULL, ms > 0 ? ms : 0);
   trace(w, "%s  sleeps %" PRId64 "ms", t->label, ms);
   record(w, "note", t->obj->tag, NULL, "sleeps %" PRId64 "ms", ms);
   return push_event(w, EU_EV_RESUME, w->sched.now + (ms > 0 ? ms : 0), t->id, 0, data, len);
@@ -1686,6 +1737,7 @@ void eu_world_wake(eu_world *w, eu_object *o) {
 
 int eu_world_reset(eu_world *w, eu_object *o) {
   eu_task *t, *next;
+  int alarm = 0, alarm_retry = 0;
   if (o->ns < 0) return EU_EINVAL;
   trace(w, "%s  reset: in-memory state lost, storage kept", o->tag);
   record(w, "note", o->tag, NULL, "reset: in-memory state lost");
@@ -1694,11 +1746,17 @@ int eu_world_reset(eu_world *w, eu_object *o) {
   for (t = w->tasks; t; t = next) {
     next = t->next;
     if (t->obj != o || !t->co) continue;  /* a call not yet delivered still arrives */
+    trace(w, "%s  ends: its object was reset", t->label);
     answer_error(w, t, "Error", "the object was reset while the invocation was running", 0, 1);
-    if (t->kind == EU_TASK_ALARM) o->alarm_running = 0;
+    if (t->kind == EU_TASK_ALARM) {
+      alarm = 1;
+      alarm_retry = t->alarm_retry;
+    }
     free_task(w, t);
   }
   if (o->store && eu_store_in_turn(o->store)) eu_store_rollback(o->store);
+  /* An alarm that did not run to its end did not succeed: it is retried. */
+  if (alarm) alarm_failed(w, o, alarm_retry);
   close_isolate(w, o);
   o->alarm_running = 0;
   note_resident(w, o);

@@ -42,7 +42,8 @@ local FAULTS = {
   { "caller-crash", "the caller crashes right after an RPC call answers" },
   { "alarm-fail", "an alarm throws before it commits (and is retried on the backoff ladder)" },
   { "alarm-lost", "an alarm ran and committed, but its completion was lost (so it runs again)" },
-  { "reset", "an object is reset between invocations: in-memory state lost, storage kept" },
+  { "reset", "an object is reset between invocations or while one of them waits at a yield point: "
+      .. "invocations in flight end, in-memory state lost, storage kept (a worker's request ends: its client went away)" },
   { "resend", "the client resends a drive request (up to the drive's retries)" },
   { "delivery-fail", "a fanout target's callback fails (the delivery is retried on its policy)" },
   { "delivery-timeout", "a fanout target's callback times out (its claim expires and it is retried)" },

@@ -163,7 +163,12 @@ local function diagram(r)
       put('<text x="%d" y="%d">%s</text></g>', math.floor((x1 + x2) / 2), y - 10, esc(clip(says .. text, chars)))
     elseif e.kind == "fault" then
       local cx = x2 and (x1 + x2) / 2 or x1
-      local label = "FAULT " .. e.fault .. (FAULT_SAYS[e.fault] and (": " .. FAULT_SAYS[e.fault]) or "")
+      local says = FAULT_SAYS[e.fault]
+      if e.fault == "reset" and e.text:find(" while ", 1, true) then
+        says = e.text:find(" while the worker ", 1, true) and "its client goes away"
+          or "while it waits; its calls run on"
+      end
+      local label = "FAULT " .. e.fault .. (says and (": " .. says) or "")
       local w = math.min(utf8.len(label) * CHAR + 16, COL * 2 - 20)
       put('<g class="fault" data-kind="%s"><title>%s</title><rect x="%d" y="%d" width="%d" height="20" rx="4"/>',
         esc(e.fault), esc(e.text), math.floor(cx - w / 2), y - 12, math.floor(w))
