@@ -1755,8 +1755,13 @@ int eu_world_reset(eu_world *w, eu_object *o) {
     free_task(w, t);
   }
   if (o->store && eu_store_in_turn(o->store)) eu_store_rollback(o->store);
-  /* An alarm that did not run to its end did not succeed: it is retried. */
-  if (alarm) alarm_failed(w, o, alarm_retry);
+  /* An alarm that did not run to its end did not succeed: it is retried,
+   * unless what it committed set the next alarm already. */
+  if (alarm && o->store) {
+    int has = 0, retry = 0;
+    int64_t at = 0;
+    if (eu_store_get_alarm(o->store, &has, &at, &retry) == EU_OK && !has) alarm_failed(w, o, alarm_retry);
+  }
   close_isolate(w, o);
   o->alarm_running = 0;
   note_resident(w, o);

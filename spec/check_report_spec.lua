@@ -45,13 +45,21 @@ describe("coverage of fault points", function()
     local names = {}
     for _, c in ipairs(doc.coverage) do names[#names + 1] = c.point end
     assert.are.same({ "alarm DO:POOL(pool)", "req-1 effect #0 (DO:POOL acquire)", "req-1 effect #1 (DO:POOL acquire)",
-                      "req-2 effect #0 (DO:POOL acquire)", "req-2 effect #1 (DO:POOL acquire)" }, names)
+                      "req-1 while the worker waits for effect #0 (DO:POOL acquire)",
+                      "req-1 while the worker waits for effect #1 (DO:POOL acquire)",
+                      "req-2 effect #0 (DO:POOL acquire)", "req-2 effect #1 (DO:POOL acquire)",
+                      "req-2 while the worker waits for effect #0 (DO:POOL acquire)",
+                      "req-2 while the worker waits for effect #1 (DO:POOL acquire)" }, names)
   end)
 
   it("says which kinds struck where, and how many schedules reached each point", function()
     local first = find_point(doc.coverage, "req-1 effect #0 (DO:POOL acquire)")
     assert.are.same({ "rpc-fail", "ambiguous", "caller-crash" }, first.tried)
-    assert.are.same({}, first.untried)
+    -- the pool is first built for this call: there is no instance to reset before it
+    assert.are.same({ "reset" }, first.untried)
+    local waiting = find_point(doc.coverage, "req-1 while the worker waits for effect #0 (DO:POOL acquire)")
+    assert.are.same({ "reset" }, waiting.tried)
+    assert.are.equal(doc.counts.schedules, waiting.reached)
     assert.are.equal(doc.counts.schedules, first.reached)
     local alarm = find_point(doc.coverage, "alarm DO:POOL(pool)")
     assert.are.same({ "alarm-fail", "alarm-lost", "reset" }, alarm.tried)
@@ -84,7 +92,7 @@ describe("coverage of fault points", function()
   it("is a table after the verdict in the text report", function()
     local out = check(FIXED .. NO_BUDGET)
     assert.matches("\nCoverage %(fault point, schedules that reached it, fault kinds tried there%):\n", out)
-    assert.matches("\n  req%-1 effect #0 %(DO:POOL acquire%) +%d+  rpc%-fail, ambiguous, caller%-crash\n", out)
+    assert.matches("\n  req%-1 effect #0 %(DO:POOL acquire%) +%d+  rpc%-fail, ambiguous, caller%-crash[;\n]", out)
     assert.matches("\n  req%-1 effect #1 %(DO:POOL acquire%) +%d+  none; never rpc%-fail, ambiguous, caller%-crash, "
       .. "reset %(the run's faults were spent: maxFaultsPerRun%)\n", out)
   end)
