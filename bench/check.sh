@@ -5,6 +5,7 @@
 #   bench/check.sh            # leases, leases-fixed, wide-small, wide-small -j 2; 3 runs each
 #   bench/check.sh -n 5       # 5 runs each (the table shows the median)
 #   bench/check.sh --wide     # the full wide scenario (303,274 schedules) instead of wide-small
+#   bench/check.sh --reset    # also wide-small with resets (89,124 schedules): what the fault costs
 #   bench/check.sh --only leases-fixed
 #
 # Exit 1 when a workload's verdict is not the expected one. See bench/README.md.
@@ -15,16 +16,18 @@ cd "$(dirname "$0")/.."
 
 runs=3
 wide=small
+reset=0
 jobs=2
 only=""
 usage() {
   sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
-  echo "options: -n RUNS (default 3), --wide, -j JOBS for the parallel workload (default 2), --only NAME"
+  echo "options: -n RUNS (default 3), --wide, --reset, -j JOBS for the parallel workload (default 2), --only NAME"
 }
 while [ $# -gt 0 ]; do
   case "$1" in
     -n) runs="$2"; shift 2 ;;
     --wide) wide=full; shift ;;
+    --reset) reset=1; shift ;;
     -j) jobs="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -45,8 +48,8 @@ record="$tmp/runs.tsv"
 
 # name  expected-verdict  expected-schedules  jobs  scenario  [extra args]
 workloads=(
-  "leases|VIOLATED|8|1|scenarios/lease-pool/leases.sim.lua"
-  "leases-fixed|BOUNDED|12|1|scenarios/lease-pool/leases.fixed.sim.lua"
+  "leases|VIOLATED|9|1|scenarios/lease-pool/leases.sim.lua"
+  "leases-fixed|BOUNDED|23|1|scenarios/lease-pool/leases.fixed.sim.lua"
 )
 if [ "$wide" = full ]; then
   workloads+=("wide|BOUNDED|303274|1|bench/check/wide/wide.sim.lua"
@@ -54,6 +57,9 @@ if [ "$wide" = full ]; then
 else
   workloads+=("wide-small|BOUNDED|20944|1|bench/check/wide/wide-small.sim.lua"
               "wide-small-j$jobs|BOUNDED|20944|$jobs|bench/check/wide/wide-small.sim.lua")
+fi
+if [ "$reset" = 1 ]; then
+  workloads+=("wide-small-reset|BOUNDED|89124|1|bench/check/wide/wide-small-reset.sim.lua")
 fi
 
 echo "eutaxy: $bin ($("$bin" version 2>/dev/null || echo '?')), $runs run(s) per workload, $(nproc) cpu(s)"

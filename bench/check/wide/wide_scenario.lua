@@ -16,9 +16,12 @@ local grants = sim.durableObjectTable("POOL", "pool", "grants")
 
 ---@param name string
 ---@param requests integer how many projects ask for a runner
-return function(name, requests)
+---@param extra_faults? string[] fault kinds injected besides the three below
+return function(name, requests, extra_faults)
   local drive = {}
   for i = 1, requests do drive[i] = { path = "/projects/p-" .. i .. "/lease", method = "POST" } end
+  local faults = { "rpc-fail", "ambiguous", "alarm-fail" }
+  for _, k in ipairs(extra_faults or {}) do faults[#faults + 1] = k end
   return sim.defineScenario {
     name = name,
     worker = { entry = project .. "/worker_fixed.lua", config = project .. "/wrangler.jsonc" },
@@ -33,7 +36,7 @@ return function(name, requests)
     -- The budget is generous: the full wide space took 400 s at ~760 schedules per second.
     -- What a network and a flaky alarm do: a call that never arrives, a call that committed
     -- and lost its answer, an alarm that throws before it commits.
-    faults = { "rpc-fail", "ambiguous", "alarm-fail" },
+    faults = faults,
     bounds = { maxFaultsPerRun = 2, maxRedeliveries = 2, maxConcurrentInvocations = 2, budgetMs = 1800000 },
   }
 end
