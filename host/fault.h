@@ -18,7 +18,7 @@ enum {
   EU_FAULT_CALLER_CRASH,  /* the caller crashes right after the answer */
   EU_FAULT_ALARM_FAIL,    /* an alarm throws before it commits: retried on the ladder */
   EU_FAULT_ALARM_LOST,    /* an alarm ran and committed; its completion is lost: it runs again */
-  EU_FAULT_RESET,         /* the object is reset between invocations */
+  EU_FAULT_RESET,         /* the object is reset between invocations, or while one waits */
   EU_FAULT_RESEND,        /* the client resends a drive request whose answer it lost */
   EU_FAULT_DELIVERY_FAIL, /* a fanout target's callback fails */
   EU_FAULT_DELIVERY_TIMEOUT, /* a fanout target's callback times out */

@@ -8,7 +8,7 @@
 ---| "caller-crash"     # the caller crashes right after an RPC call answers
 ---| "alarm-fail"       # an alarm throws before it commits
 ---| "alarm-lost"       # an alarm ran and committed, but its completion was lost
----| "reset"            # an object loses its in-memory state between invocations
+---| "reset"            # an object loses its in-memory state between invocations, or while one waits
 ---| "resend"           # the client resends a drive request
 ---| "delivery-fail"    # a fanout target's callback fails
 ---| "delivery-timeout" # a fanout target's callback times out
