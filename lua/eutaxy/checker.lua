@@ -512,12 +512,15 @@ local function report_text(r)
   elseif r.verdict == "INCONCLUSIVE" then
     put()
     put(r.why)
-    for _, name in ipairs(r.neverReached or {}) do put(r.unreachedWord .. ": " .. name) end
-    if r.unreachedWhy then put(r.unreachedWhy) end
     put(string.format("%s explored%s in %d ms; no violation among them.", plural(r.schedules, "schedule"),
       r.byFaults, r.elapsedMs))
     put("Bounds: " .. r.bounds)
     put()
+    if r.unreachedWhy then
+      for _, name in ipairs(r.neverReached) do put(r.unreachedWord .. ": " .. name) end
+      put(r.unreachedWhy)
+      put()
+    end
     coverage_text(put, r.coverage)
   elseif r.verdict == "NONDETERMINISTIC" then
     put()
@@ -646,7 +649,7 @@ local function run_check(o)
       if o.shard_n then
         r.unreachedWhy = r.unreachedWhy .. " A shard cannot see the others: a probe may be reached in another one."
       end
-      if bounded then r.why = "Every schedule within the bounds was explored; none violates." end
+      if bounded then r.why = "Every schedule within the bounds was explored, but a sometimes probe was never reached." end
     end
   end
   return r
