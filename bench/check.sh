@@ -6,6 +6,7 @@
 #   bench/check.sh -n 5       # 5 runs each (the table shows the median)
 #   bench/check.sh --wide     # the full wide scenario (303,274 schedules) instead of wide-small
 #   bench/check.sh --only leases-fixed
+#   bench/check.sh --always   # also leases-fixed and wide-small with a sim.always added
 #
 # Exit 1 when a workload's verdict is not the expected one. See bench/README.md.
 set -euo pipefail
@@ -17,9 +18,10 @@ runs=3
 wide=small
 jobs=2
 only=""
+always=no
 usage() {
-  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
-  echo "options: -n RUNS (default 3), --wide, -j JOBS for the parallel workload (default 2), --only NAME"
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+  echo "options: -n RUNS (default 3), --wide, -j JOBS for the parallel workload (default 2), --only NAME, --always"
 }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -27,6 +29,7 @@ while [ $# -gt 0 ]; do
     --wide) wide=full; shift ;;
     -j) jobs="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
+    --always) always=yes; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench/check.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -54,6 +57,11 @@ if [ "$wide" = full ]; then
 else
   workloads+=("wide-small|BOUNDED|20944|1|bench/check/wide/wide-small.sim.lua"
               "wide-small-j$jobs|BOUNDED|20944|$jobs|bench/check/wide/wide-small.sim.lua")
+fi
+# The cost of sim.always: the same spaces, with the uniqueness also looked at after every turn that wrote.
+if [ "$always" = yes ]; then
+  workloads+=("leases-fixed-always|BOUNDED|12|1|bench/check/lease-always/leases-fixed-always.sim.lua"
+              "wide-small-always|BOUNDED|20944|1|bench/check/wide/wide-small-always.sim.lua")
 fi
 
 echo "eutaxy: $bin ($("$bin" version 2>/dev/null || echo '?')), $runs run(s) per workload, $(nproc) cpu(s)"

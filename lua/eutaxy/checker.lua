@@ -204,8 +204,9 @@ function State.__index(self, key)
   return State[key]
 end
 
-local function new_state(world, answers, kind, when)
-  return setmetatable({ _world = world, _tables = {}, _answers = answers, _kind = kind, _when = when }, State)
+-- task: the task whose turn was just committed; nil at the end of the run.
+local function new_state(world, answers, kind, task)
+  return setmetatable({ _world = world, _tables = {}, _answers = answers, _kind = kind, _task = task }, State)
 end
 
 -- The table's rows and columns, read once per look and handle.
@@ -221,7 +222,7 @@ function State:_read(handle)
     if msg:find("no such table") then
       bad("%s:%s: table %s/%s does not exist in DO:%s %s (invariant %q reads it)",
         handle.file or "?", handle.line or "?", handle.name, handle.table, handle.binding,
-        self._when or "at the end of the run", self._reader or "?")
+        self._task and "after the turn of " .. self._task or "at the end of the run", self._reader or "?")
     end
     bad("%s:%s: reading %s/%s: %s", handle.file or "?", handle.line or "?", handle.name, handle.table, msg)
   end
@@ -308,8 +309,7 @@ end
 
 -- After a turn that wrote: the always properties, then the probes not yet reached.
 local function check_turn(scenario, run, reached)
-  local when = string.format("after the turn of %s", run.task)
-  local state = new_state(run.world, run.answers, scenario.drive.kind, when)
+  local state = new_state(run.world, run.answers, scenario.drive.kind, run.task)
   local v = look(scenario.always, state)
   if v then v.turn = { task = run.task, object = run.object, atMs = run.at } end
   return v, run.probing and probe(scenario, state, reached) or nil
