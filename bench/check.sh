@@ -7,6 +7,7 @@
 #   bench/check.sh --wide     # the full wide scenario (303,274 schedules) instead of wide-small
 #   bench/check.sh --reset    # also wide-small with resets (89,124 schedules): what the fault costs
 #   bench/check.sh --only leases-fixed
+#   bench/check.sh --always   # also leases-fixed and wide-small with a sim.always added
 #
 # Exit 1 when a workload's verdict is not the expected one. See bench/README.md.
 set -euo pipefail
@@ -19,9 +20,10 @@ wide=small
 reset=0
 jobs=2
 only=""
+always=no
 usage() {
-  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
-  echo "options: -n RUNS (default 3), --wide, --reset, -j JOBS for the parallel workload (default 2), --only NAME"
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+  echo "options: -n RUNS (default 3), --wide, --reset, -j JOBS for the parallel workload (default 2), --only NAME, --always"
 }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,6 +32,7 @@ while [ $# -gt 0 ]; do
     --reset) reset=1; shift ;;
     -j) jobs="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
+    --always) always=yes; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench/check.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -60,6 +63,11 @@ else
 fi
 if [ "$reset" = 1 ]; then
   workloads+=("wide-small-reset|BOUNDED|89124|1|bench/check/wide/wide-small-reset.sim.lua")
+fi
+# The cost of sim.always: the same spaces, with the uniqueness also looked at after every turn that wrote.
+if [ "$always" = yes ]; then
+  workloads+=("leases-fixed-always|BOUNDED|23|1|bench/check/lease-always/leases-fixed-always.sim.lua"
+              "wide-small-always|BOUNDED|20944|1|bench/check/wide/wide-small-always.sim.lua")
 fi
 
 echo "eutaxy: $bin ($("$bin" version 2>/dev/null || echo '?')), $runs run(s) per workload, $(nproc) cpu(s)"

@@ -12,6 +12,15 @@
  * violation's rows) is kept for replays alone, so exploration runs do no
  * formatting at all. What exploration does keep is coverage: every fault
  * point the counted schedules reached, and which kinds of fault struck there.
+ *
+ * A scenario's always and sometimes properties are looked at between
+ * turns, not only at the end: the world tells this file of every turn that
+ * committed a write (on_commit), and the turn function is called on the
+ * state at that moment. An always that fails stops the run there, so the
+ * violation (and a replay's trace) ends at the turn that broke it. The
+ * sometimes probes reached are kept for the whole exploration, merged from
+ * parallel workers as coverage is. A scenario with neither has no hook:
+ * its runs do nothing between turns.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +90,20 @@ typedef struct xctx {
   int npoints, cappoints;
   long by_kind[EU_FAULT_NKINDS], run_by_kind[EU_FAULT_NKINDS];  /* faults struck, counted runs / this run */
   int covering;             /* noting coverage: off while shrinking */
+  int turn_idx;             /* the turn function, on L's stack; 0: no always or sometimes */
+  int nalways;              /* always properties */
+  int nprobes;              /* sometimes probes, in the scenario's order */
+  unsigned char *reached;   /* [nprobes]: reached in this exploration */
+  int nreached;
+  int probing;              /* noting sometimes: off while shrinking and replaying */
+  long turn_checks;         /* calls of the turn function */
+  /* this run, for the turn function */
+  const eu_drive_answer *run_answers;
+  uint64_t run_events;
+  int run_ref;              /* the run table the turn function gets, made at its first call */
+  int run_answered;         /* answers in it */
+  int broke_ref;            /* an always's violation after a turn: the run stopped there */
+  char turn_err[EU_ERRLEN]; /* the turn function raised: the run stopped there */
 } xctx;
 
 static const char *opt_str(lua_State *L, int t, const char *field) {
@@ -127,6 +150,9 @@ static void free_ctx(xctx *x) {
   eu_buf_free(&x->timeline);
   for (i = 0; i < x->npoints; i++) free(x->points[i].key);
   free(x->points);
+  free(x->reached);
+  if (x->run_ref != LUA_NOREF) luaL_unref(x->L, LUA_REGISTRYINDEX, x->run_ref);
+  if (x->broke_ref != LUA_NOREF) luaL_unref(x->L, LUA_REGISTRYINDEX, x->broke_ref);
   if (x->violation_ref != LUA_NOREF) luaL_unref(x->L, LUA_REGISTRYINDEX, x->violation_ref);
   if (x->answers_ref != LUA_NOREF) luaL_unref(x->L, LUA_REGISTRYINDEX, x->answers_ref);
 }
@@ -431,13 +457,18 @@ static void keep_run(void *ud) {
   forget_run(x);
 }
 
-/* A parallel worker's coverage: a first line of faults by kind, then one
- * point a line: reached, kinds, open, tried, key. */
+/* A parallel worker's notes: a first line of faults by kind, a second of
+ * turn checks and the sometimes probes reached (their indices), then
+ * coverage, one point a line: reached, kinds, open, tried, key. */
 static int export_points(void *ud, eu_buf *out) {
   xctx *x = ud;
   int i;
   for (i = 0; i < EU_FAULT_NKINDS; i++)
     if (eu_buf_printf(out, i + 1 < EU_FAULT_NKINDS ? "%ld " : "%ld\n", x->by_kind[i]) != EU_OK) return EU_ENOMEM;
+  if (eu_buf_printf(out, "%ld", x->turn_checks) != EU_OK) return EU_ENOMEM;
+  for (i = 0; i < x->nprobes; i++)
+    if (x->reached[i] && eu_buf_printf(out, " %d", i) != EU_OK) return EU_ENOMEM;
+  if (eu_buf_putc(out, '\n') != EU_OK) return EU_ENOMEM;
   for (i = 0; i < x->npoints; i++) {
     point *pt = &x->points[i];
     if (pt->reached == 0) continue;
@@ -460,6 +491,19 @@ static int merge_points(void *ud, const char *p, size_t n) {
   }
   if (p >= end || *p != '\n') return EU_ECORRUPT;
   p++;
+  {
+    char *next;
+    x->turn_checks += strtol(p, &next, 10);
+    if (next == p || next > end) return EU_ECORRUPT;
+    for (p = next; p < end && *p == ' '; p = next) {
+      long probe = strtol(p, &next, 10);
+      if (next == p + 1 || next > end || probe < 0 || probe >= x->nprobes) return EU_ECORRUPT;
+      if (!x->reached[probe]) x->nreached++;
+      x->reached[probe] = 1;
+    }
+    if (p >= end || *p != '\n') return EU_ECORRUPT;
+    p++;
+  }
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     char line[300];
@@ -539,13 +583,15 @@ static void push_timeline(lua_State *L, const eu_buf *b) {
 
 /* ---- one run ---------------------------------------------------------- */
 
-/* Pushes the answers as the check function sees them. */
-static void push_answers(lua_State *L, xctx *x, const eu_drive_answer *answers, uint64_t events) {
+/* Pushes the answers as the check function sees them. Mid-run (so_far) an
+ * event without an answer is still in flight, not lost: it is left out. */
+static void push_answers(lua_State *L, xctx *x, const eu_drive_answer *answers, uint64_t events, int so_far) {
   int i, n = 0;
   lua_createtable(L, x->drive.n, 0);
   for (i = 0; i < x->drive.n; i++) {
     int count = 0;
     if (!(events & ((uint64_t)1 << i))) continue;
+    if (so_far && !answers[i].data) continue;
     lua_createtable(L, 0, 6);
     lua_pushstring(L, x->events[i].label);
     lua_setfield(L, -2, "event");
@@ -572,6 +618,153 @@ static void push_answers(lua_State *L, xctx *x, const eu_drive_answer *answers, 
   }
 }
 
+/* The sometimes probes a check just reached: a list of their indices (from
+ * 1) at idx, or nil. */
+static void note_reached(xctx *x, int idx) {
+  lua_State *L = x->L;
+  int i, n;
+  if (!x->probing || !lua_istable(L, idx)) return;
+  n = (int)luaL_len(L, idx);
+  for (i = 1; i <= n; i++) {
+    lua_Integer k;
+    lua_geti(L, idx, i);
+    k = lua_tointeger(L, -1) - 1;
+    lua_pop(L, 1);
+    if (k >= 0 && k < x->nprobes && !x->reached[k]) {
+      x->reached[k] = 1;
+      x->nreached++;
+    }
+  }
+}
+
+/* Whether a violation at idx is one the search looks for (shrinking looks
+ * for one invariant only). */
+static int counts_as_violation(xctx *x, int idx) {
+  int v;
+  if (!lua_istable(x->L, idx)) return 0;
+  if (!x->target) return 1;
+  lua_getfield(x->L, idx, "invariant");
+  v = lua_isstring(x->L, -1) && strcmp(lua_tostring(x->L, -1), x->target) == 0;
+  lua_pop(x->L, 1);
+  return v;
+}
+
+typedef struct turn_args {
+  xctx *x;
+  eu_world *w;
+  const char *object, *task;
+} turn_args;
+
+/* push_turn(args): the table the turn function gets, made once a run and
+ * brought up to date: the world, the answers so far, the turn's object,
+ * task and virtual time. Under lua_pcall, as push_run. */
+static int push_turn(lua_State *L) {
+  turn_args *a = lua_touserdata(L, 1);
+  xctx *x = a->x;
+  int i, answered = 0;
+  lua_pop(L, 1);
+  if (x->run_ref == LUA_NOREF) {
+    lua_createtable(L, 0, 5);
+    eu_lworld_push(L, a->w, 1);
+    lua_setfield(L, -2, "world");
+    x->run_answered = -1;
+    lua_pushvalue(L, -1);
+    x->run_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  } else {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, x->run_ref);
+  }
+  for (i = 0; i < x->drive.n; i++) answered += x->run_answers[i].data != NULL;
+  if (answered != x->run_answered) {
+    push_answers(L, x, x->run_answers, x->run_events, 1);
+    lua_setfield(L, -2, "answers");
+    x->run_answered = answered;
+  }
+  lua_pushstring(L, a->object);
+  lua_setfield(L, -2, "object");
+  lua_pushstring(L, a->task);
+  lua_setfield(L, -2, "task");
+  lua_pushinteger(L, eu_world_elapsed(a->w));
+  lua_setfield(L, -2, "at");
+  lua_pushboolean(L, x->probing);
+  lua_setfield(L, -2, "probing");
+  return 1;
+}
+
+/* The world's on_commit hook: the turn function on the state after a turn
+ * that wrote. A violation or an error stops the run at this turn. */
+static void check_turn(void *ud, eu_world *w, const char *object, const char *task) {
+  xctx *x = ud;
+  lua_State *L = x->L;
+  int top = lua_gettop(L);
+  turn_args a;
+  if (eu_world_stopped(w) || x->broke_ref != LUA_NOREF || x->turn_err[0]) return;
+  if (x->nalways == 0 && (!x->probing || x->nreached == x->nprobes)) return;
+  if (x->covering) x->turn_checks++;
+  a.x = x;
+  a.w = w;
+  a.object = object;
+  a.task = task;
+  lua_pushvalue(L, x->turn_idx);
+  lua_pushcfunction(L, push_turn);
+  lua_pushlightuserdata(L, &a);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    eu_err(x->turn_err, sizeof x->turn_err, EU_ENOMEM, "out of memory before the check: %s",
+           lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+    lua_settop(L, top);
+    eu_world_stop(w);
+    return;
+  }
+  if (lua_pcall(L, 1, 2, 0) != LUA_OK) {
+    eu_err(x->turn_err, sizeof x->turn_err, EU_ELUA, "%s",
+           lua_tostring(L, -1) ? lua_tostring(L, -1) : "the check raised");
+    lua_settop(L, top);
+    eu_world_stop(w);
+    return;
+  }
+  note_reached(x, -1);
+  lua_pop(L, 1);
+  if (counts_as_violation(x, -1)) {
+    lua_getfield(L, -1, "invariant");
+    eu_world_log(w, "%s  always %s fails after this turn: the run stops here", task,
+                 lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+    lua_pop(L, 1);
+    x->broke_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    eu_world_stop(w);
+  }
+  lua_settop(L, top);
+}
+
+/* After a run: what the turn function kept of it goes. */
+static void end_turns(xctx *x) {
+  if (x->run_ref != LUA_NOREF) {
+    lua_rawgeti(x->L, LUA_REGISTRYINDEX, x->run_ref);
+    lua_getfield(x->L, -1, "world");
+    eu_lworld_release(x->L, -1);
+    lua_pop(x->L, 2);
+    luaL_unref(x->L, LUA_REGISTRYINDEX, x->run_ref);
+    x->run_ref = LUA_NOREF;
+  }
+  if (x->broke_ref != LUA_NOREF) luaL_unref(x->L, LUA_REGISTRYINDEX, x->broke_ref);
+  x->broke_ref = LUA_NOREF;
+  x->turn_err[0] = '\0';
+}
+
+/* An always broke after a turn: the run's violation, kept as evaluate keeps one. */
+static int broken(xctx *x) {
+  lua_State *L = x->L;
+  if (x->keep) {
+    if (x->violation_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, x->violation_ref);
+    if (x->answers_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, x->answers_ref);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, x->broke_ref);
+    x->violation_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, x->run_ref);
+    lua_getfield(L, -1, "answers");
+    x->answers_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pop(L, 1);
+  }
+  return 1;
+}
+
 typedef struct run_args {
   xctx *x;
   eu_world *w;
@@ -590,8 +783,10 @@ static int push_run(lua_State *L) {
   lua_createtable(L, 0, 6);
   eu_lworld_push(L, a->w, 1);
   lua_setfield(L, -2, "world");
-  push_answers(L, a->x, a->answers, a->events);
+  push_answers(L, a->x, a->answers, a->events, 0);
   lua_setfield(L, -2, "answers");
+  lua_pushboolean(L, a->x->probing);
+  lua_setfield(L, -2, "probing");
   if (eu_world_uncaught(a->w)) {
     lua_pushstring(L, eu_world_uncaught(a->w));
     lua_setfield(L, -2, "uncaught");
@@ -625,21 +820,16 @@ static int evaluate(xctx *x, eu_world *w, const eu_drive_answer *answers, uint64
   /* the run table stays at top + 1, to release its world after the call */
   lua_pushvalue(L, x->check_idx);
   lua_pushvalue(L, top + 1);
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+  if (lua_pcall(L, 1, 2, 0) != LUA_OK) {
     eu_err(err, errlen, EU_ELUA, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "the check raised");
     lua_getfield(L, top + 1, "world");
     eu_lworld_release(L, -1);
     lua_settop(L, top);
     return EU_ELUA;
   }
-  if (lua_istable(L, -1)) {
-    v = 1;
-    if (x->target) {
-      lua_getfield(L, -1, "invariant");
-      v = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), x->target) == 0;
-      lua_pop(L, 1);
-    }
-  }
+  note_reached(x, -1);
+  lua_pop(L, 1);
+  v = counts_as_violation(x, -1);
   if (x->keep) {
     if (x->violation_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, x->violation_ref);
     if (x->answers_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, x->answers_ref);
@@ -672,6 +862,10 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   o.store_ud = x;
   o.fault_point = note_point;
   o.fault_point_ud = x;
+  if (x->turn_idx) {
+    o.on_commit = check_turn;
+    o.on_commit_ud = x;
+  }
   forget_run(x);
   ooms = eu_faultsim_ooms();
   if ((rc = eu_world_new(&w, &o, err, errlen)) != EU_OK) return rc;
@@ -682,8 +876,13 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   }
   eu_chooser_begin(ch, w);
   d.mask = events;
+  x->run_answers = answers;
+  x->run_events = events;
   rc = eu_drive_run(w, &d, answers, &settled, err, errlen);
-  if (rc >= 0 && !eu_world_stopped(w)) rc = evaluate(x, w, answers, events, settled, err, errlen);
+  if (rc >= 0 && x->turn_err[0]) rc = eu_err(err, errlen, EU_ELUA, "%s", x->turn_err);
+  else if (rc >= 0 && x->broke_ref != LUA_NOREF) rc = broken(x);
+  else if (rc >= 0 && !eu_world_stopped(w)) rc = evaluate(x, w, answers, events, settled, err, errlen);
+  end_turns(x);
   /* The machine failed the run, not the scenario: no verdict can rest on it. */
   if (eu_faultsim_ooms() != ooms)
     rc = eu_err(err, errlen, EU_ENOMEM, "out of memory: the host could not allocate while it "
@@ -782,20 +981,26 @@ static int l_explore(lua_State *L) {
   char err[EU_ERRLEN];
   int64_t t0 = eu_monotonic_ms(), budget;
   long shrink_runs = 0;
-  int rc, jobs, i;
+  int rc, jobs, i, n;
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
   lua_getfield(L, 1, "check");
   luaL_argcheck(L, lua_isfunction(L, 2), 1, "check must be a function");
   x = lua_newuserdatauv(L, sizeof *x, 0);  /* 3 */
   memset(x, 0, sizeof *x);
-  x->violation_ref = x->answers_ref = LUA_NOREF;
+  x->violation_ref = x->answers_ref = x->run_ref = x->broke_ref = LUA_NOREF;
   x->L = L;
   x->check_idx = 2;
   lua_newtable(L);
   lua_pushcfunction(L, ctx_gc);
   lua_setfield(L, -2, "__gc");
   lua_setmetatable(L, 3);
+  lua_getfield(L, 1, "turn");  /* 4 */
+  x->turn_idx = lua_isfunction(L, 4) ? 4 : 0;
+  x->nalways = (int)opt_int(L, 1, "always", 0);
+  x->nprobes = (int)opt_int(L, 1, "probes", 0);
+  if (x->nprobes < 0 || x->nprobes > 100000) luaL_error(L, "core.explore: probes must be a count");
+  if (!(x->reached = calloc((size_t)(x->nprobes ? x->nprobes : 1), 1))) luaL_error(L, "out of memory");
   read_world(L, x);
   read_events(L, x);
   x->keep = opt_bool(L, 1, "trace");
@@ -836,10 +1041,11 @@ static int l_explore(lua_State *L) {
   /* the live line is for a person at a terminal, never for a pipe or a file */
   s.progress = s.mode != EU_MODE_REPLAY && opt_bool(L, 1, "progress") && isatty(2);
   x->covering = 1;
+  x->probing = s.mode != EU_MODE_REPLAY;
 
   rc = eu_search_parallel(&s, jobs, run_once, x, err, sizeof err);
   eu_search_progress_end(&s);
-  x->covering = 0;
+  x->covering = x->probing = 0;
   if (rc == EU_OK && s.verdict == EU_VIOLATED && opt_bool(L, 1, "shrink"))
     rc = eu_search_shrink(&s, run_once, x, &shrink_runs, err, sizeof err);
   if (rc != EU_OK) {
@@ -875,6 +1081,15 @@ static int l_explore(lua_State *L) {
       lua_setfield(L, -2, eu_fault_name(i));
     }
   lua_setfield(L, -2, "faultsByKind");
+  lua_createtable(L, x->nreached, 0);
+  for (i = 0, n = 0; i < x->nprobes; i++)
+    if (x->reached[i]) {
+      lua_pushinteger(L, i + 1);
+      lua_rawseti(L, -2, ++n);
+    }
+  lua_setfield(L, -2, "reached");
+  lua_pushinteger(L, x->turn_checks);
+  lua_setfield(L, -2, "turnChecks");
   if (s.verdict == EU_VIOLATED || s.mode == EU_MODE_REPLAY) {
     lua_pushstring(L, s.schedule);
     lua_setfield(L, -2, "schedule");

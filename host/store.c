@@ -122,6 +122,8 @@ struct eu_store {
   int txn_open;        /* outside baseline mode: touch began the turn's transaction */
   int turn;            /* in baseline mode: a turn's savepoint is open */
   int alarm_dirty;
+  sqlite3_int64 turn_changes;  /* sqlite3_total_changes64 when the turn began */
+  int turn_writer;     /* the turn ran a user statement that is not read-only (DDL changes no row) */
   uint64_t tick;
   int ncache;
   sqlite3_stmt *is[IS_COUNT];
@@ -978,6 +980,7 @@ int eu_store_step(eu_store *s, sqlite3_stmt *st) {
   m->charged = 0;
   m->charge_max = (uint64_t)EU_STORE_MAX_STEPS * EU_STORE_BYTES_PER_STEP;
   m->charging = 1;
+  if (!sqlite3_stmt_readonly(st)) s->turn_writer = 1;
   rc = sqlite3_step(st);
   m->charging = 0;
   m->enforce = 0;
@@ -1155,14 +1158,25 @@ int eu_store_touch(eu_store *s) {
     if (rc < 0) return rc;
     s->turn = 1;
     s->depth = 0;
+    s->turn_changes = sqlite3_total_changes64(s->db);
+    s->turn_writer = 0;
     return EU_OK;
   }
   if (!sqlite3_get_autocommit(s->db)) return EU_OK;
   if (s->txn_open) return fail(s, EU_ESQL, turn_lost);
   s->depth = 0;
   rc = is_run(s, IS_BEGIN);
-  if (rc == EU_OK) s->txn_open = 1;
+  if (rc == EU_OK) {
+    s->txn_open = 1;
+    s->turn_changes = sqlite3_total_changes64(s->db);
+    s->turn_writer = 0;
+  }
   return rc;
+}
+
+int eu_store_turn_wrote(eu_store *s) {
+  if (!eu_store_in_turn(s)) return 0;
+  return s->turn_writer || sqlite3_total_changes64(s->db) != s->turn_changes;
 }
 
 int eu_store_in_turn(eu_store *s) {

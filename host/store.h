@@ -123,6 +123,11 @@ int eu_store_check_text(eu_store *s, const char *engine, sqlite3_stmt *st, int i
  * and the store goes on as if the turn had raised. */
 int eu_store_touch(eu_store *s);
 int eu_store_in_turn(eu_store *s);
+/* Whether the open turn has changed anything so far: a row (user SQL, KV,
+ * the alarm, the engines' tables) or, by a statement that is not
+ * read-only, the schema. 0 outside a turn. A read-only turn commits
+ * nothing a reader could see, so a checker need not look after it. */
+int eu_store_turn_wrote(eu_store *s);
 int eu_store_commit(eu_store *s);
 int eu_store_rollback(eu_store *s);
 

@@ -943,13 +943,16 @@ static void reconcile_alarm(eu_world *w, eu_object *o) {
   push_event(w, EU_EV_ALARM, at - w->o.start_ms, o->index, o->alarm_gen, NULL, 0);
 }
 
-/* After a turn: commit or roll back, then follow the alarm if user code moved it. */
-static int end_turn(eu_world *w, eu_object *o, int ok, char *err, size_t errlen) {
-  int rc = EU_OK;
+/* After a turn: commit or roll back, then follow the alarm if user code
+ * moved it. t is the task whose turn it was (NULL for none). */
+static int end_turn(eu_world *w, eu_object *o, eu_task *t, int ok, char *err, size_t errlen) {
+  int rc = EU_OK, wrote = 0;
   if (!o->store || !eu_store_in_turn(o->store)) return EU_OK;
   if (ok) {
+    wrote = w->o.on_commit && eu_store_turn_wrote(o->store);
     rc = eu_store_commit(o->store);
     if (rc != EU_OK) {
+      wrote = 0;
       eu_err(err, errlen, rc, "commit failed: %s", eu_store_errmsg(o->store));
       eu_store_rollback(o->store);
     }
@@ -970,6 +973,7 @@ static int end_turn(eu_world *w, eu_object *o, int ok, char *err, size_t errlen)
     }
     reconcile_alarm(w, o);
   }
+  if (wrote) w->o.on_commit(w->o.on_commit_ud, w, o->tag, t ? t->label : o->tag);
   return rc;
 }
 
@@ -1051,7 +1055,7 @@ static void fail(eu_world *w, eu_task *t, lua_State *co) {
   char *data;
   size_t len;
   int rc;
-  end_turn(w, o, 0, NULL, 0);
+  end_turn(w, o, NULL, 0, NULL, 0);
   /* The invocation may have filled the isolate: reporting needs a little
    * memory past the limit, and must not raise outside a protected call. */
   eu_isolate_reserve(o->iso, 1);
@@ -1160,7 +1164,7 @@ static void run_turn(eu_world *w, eu_task *t, int nargs) {
       return;
     }
     lua_settop(co, 0);
-    if (end_turn(w, o, 1, err, sizeof err) != EU_OK) {
+    if (end_turn(w, o, t, 1, err, sizeof err) != EU_OK) {
       /* The output gate could not open: the invocation cannot go on. */
       t->waiting = EU_WAIT_NONE;
       trace(w, "%s  %s", t->label, err);
@@ -1168,7 +1172,7 @@ static void run_turn(eu_world *w, eu_task *t, int nargs) {
       finish(w, t, 0, NULL, 0);
       return;
     }
-    if (t->wait_point[0]) strike_waiting(w, t);
+    if (t->wait_point[0] && !w->stopped) strike_waiting(w, t);
     return;
   }
   if (status != LUA_OK) {
@@ -1191,7 +1195,7 @@ static void run_turn(eu_world *w, eu_task *t, int nargs) {
       eu_clone_encode(co, -nres, nres, &b, err, sizeof err);
     }
     lua_settop(co, 0);
-    if (end_turn(w, o, 1, err, sizeof err) != EU_OK) {
+    if (end_turn(w, o, t, 1, err, sizeof err) != EU_OK) {
       eu_buf_free(&b);
       trace(w, "%s  %s", t->label, err);
       answer_error(w, t, "Error", err, 0, 1);
@@ -1344,7 +1348,7 @@ static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
       return;
     }
     if (construct(w, o, err, sizeof err) != EU_OK) {
-      end_turn(w, o, 0, NULL, 0);
+      end_turn(w, o, NULL, 0, NULL, 0);
       trace(w, "%s  constructing %s failed: %s", t->label, o->tag, err);
       answer_error(w, t, "Error", err, 1, 0);
       finish(w, t, 0, NULL, 0);
@@ -1352,7 +1356,7 @@ static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
     }
   }
   /* What init wrote is its own unit, committed before the first invocation runs. */
-  if (end_turn(w, o, 1, err, sizeof err) != EU_OK) {
+  if (end_turn(w, o, t, 1, err, sizeof err) != EU_OK) {
     trace(w, "%s  %s", t->label, err);
     answer_error(w, t, "Error", err, 0, 1);
     finish(w, t, 0, NULL, 0);

@@ -68,6 +68,13 @@ typedef struct eu_world_opts {
    * max_faults are spent), and the kind that struck or EU_FAULT_NONE. */
   void (*fault_point)(void *ud, const char *label, unsigned kinds, int open, int struck);
   void *fault_point_ud;
+  /* Told after every turn whose commit wrote something (eu_store_turn_wrote):
+   * the object's trace tag ("DO:POOL(pool)") and the task's label
+   * ("req-2>POOL.acquire"). Nothing is called after a read-only turn. The
+   * world is between turns: the hook may read any object's committed state
+   * (an object's store with no turn open) and may stop the world. */
+  void (*on_commit)(void *ud, eu_world *w, const char *object, const char *task);
+  void *on_commit_ud;
   /* Where objects' databases come from. NULL: a private in-memory database
    * per object, closed with the world. A provider's stores stay the
    * provider's: the world never closes them. */

@@ -321,6 +321,43 @@ describe("invariant", function()
   end)
 end)
 
+describe("always and sometimes", function()
+  it("keep the function to call on the state, and where they were written", function()
+    local fn = function() return true end
+    local line = debug.getinfo(1, "l").currentline + 1
+    local always, probe = sim.always("one-holder", fn), sim.sometimes("reached", fn)
+    assert.are.equal("always", always.kind)
+    assert.are.equal("sometimes", probe.kind)
+    assert.are.equal("one-holder", always.name)
+    assert.are.equal(fn, probe.fn)
+    assert.are.equal(line, always.line)
+    assert.matches("check_dsl_spec%.lua$", probe.file)
+  end)
+
+  it("refuse a name that is not a string and anything but a function", function()
+    assert.are.equal("always: the second argument must be a function(state), got a table",
+      raised_here(function() sim.always("a", {}) end))
+    assert.are.equal("sometimes: the second argument must be a function(state), got nil",
+      raised_here(function() sim.sometimes("s") end))
+    assert.are.equal("always: the name (first argument) must be a non-empty string, got 3",
+      raised_here(function() sim.always(3, function() end) end))
+    assert.are.equal("sometimes: the name (first argument) must be a non-empty string, got nil",
+      raised_here(function() sim.sometimes(nil, function() end) end))
+  end)
+
+  it("go in the invariants list, even alone", function()
+    local s = sim.defineScenario(scenario { invariants = { sim.sometimes("reached", function() return true end) } })
+    assert.are.equal("sometimes", s.invariants[1].kind)
+  end)
+
+  it("share one namespace with the invariants", function()
+    local line = debug.getinfo(1, "l").currentline + 2
+    local err = select(2, pcall(sim.defineScenario, scenario { invariants = {
+      sim.unique("u", grants, "token"), sim.always("u", function() return true end) } }))
+    assert.matches(":" .. line .. ': defineScenario: two invariants are named "u"', err)
+  end)
+end)
+
 describe("defineScenario", function()
   it("returns the scenario with its defaults filled in", function()
     local line = debug.getinfo(1, "l").currentline + 1
@@ -426,7 +463,7 @@ describe("defineScenario", function()
   it("refuses invariants that are missing, empty or not made by the DSL", function()
     assert.are.equal("defineScenario: invariants must list at least one invariant",
       raised_here(function() sim.defineScenario(scenario { invariants = {} }) end))
-    assert.are.equal("defineScenario: invariants[1] must come from sim.unique, sim.everyRow or sim.invariant, got a function",
+    assert.are.equal("defineScenario: invariants[1] must come from sim.unique, sim.everyRow, sim.invariant, sim.always or sim.sometimes, got a function",
       raised_here(function() sim.defineScenario(scenario { invariants = { function() end } }) end))
     assert.are.equal("defineScenario: invariants must be a list of invariants; wrap this one in { }",
       raised_here(function() sim.defineScenario(scenario { invariants = sim.unique("u", grants, "token") }) end))
@@ -723,9 +760,44 @@ describe("evaluate", function()
     end)
   end)
 
+  describe("always", function()
+    it("holds and fails as a custom invariant does, its errors naming it an always", function()
+      local one = sim.always("one-holder", function(state) return #state:rows(grants) <= 1, "two holders" end)
+      assert.is_nil(sim.evaluate(one, grants_state { { token = "a" } }))
+      assert.are.same({ invariant = "one-holder", message = "two holders" },
+        sim.evaluate(one, grants_state { { token = "a" }, { token = "b" } }))
+      local ok, err = pcall(sim.evaluate, sim.always("boom", function() error("no table", 0) end), grants_state {})
+      assert.is_false(ok)
+      assert.matches('^always "boom" %(.*check_dsl_spec%.lua:%d+%) raised: no table$', err)
+    end)
+  end)
+
+  describe("reached", function()
+    it("is true when the probe returns true, false on false or nil", function()
+      assert.is_true(sim.reached(sim.sometimes("any", function(state) return #state:rows(grants) > 0 end),
+        grants_state { { token = "a" } }))
+      assert.is_false(sim.reached(sim.sometimes("none", function() return false end), grants_state {}))
+      assert.is_false(sim.reached(sim.sometimes("nil", function() end), grants_state {}))
+    end)
+
+    it("raises when the probe raises or returns anything else", function()
+      local ok, err = pcall(sim.reached, sim.sometimes("boom", function() error("typo", 0) end), grants_state {})
+      assert.is_false(ok)
+      assert.matches('^sometimes "boom" %(.*%) raised: typo$', err)
+      ok, err = pcall(sim.reached, sim.sometimes("count", function() return 1 end), grants_state {})
+      assert.is_false(ok)
+      assert.matches('^sometimes "count" %(.*%) must return true or false; it returned 1$', err)
+    end)
+
+    it("refuses anything but a probe", function()
+      assert.has_error(function() sim.reached(sim.always("a", function() end), grants_state {}) end,
+        "reached: expects a probe from sim.sometimes, got a table")
+    end)
+  end)
+
   it("refuses anything but an invariant", function()
     assert.has_error(function() sim.evaluate({ kind = "other" }, grants_state {}) end,
-      "evaluate: expects an invariant from sim.unique, sim.everyRow or sim.invariant, got a table")
+      "evaluate: expects an invariant from sim.unique, sim.everyRow, sim.invariant or sim.always, got a table")
   end)
 end)
 

@@ -66,6 +66,22 @@ function sim.everyRow(name, handle, conditions) end
 ---@return eutaxy.check.Invariant
 function sim.invariant(name, fn) end
 
+--- As sim.invariant, but looked at after every turn that wrote something
+--- (and at the end of the run): a failure is reported at the first turn
+--- after which it fails, and the run stops there.
+---@param name string
+---@param fn fun(state: eutaxy.check.State): boolean?, string?
+---@return eutaxy.check.Invariant
+function sim.always(name, fn) end
+
+--- A reachability probe: fn(state) must return true after some turn, or at
+--- the end, of at least one explored schedule; if it never does, a search
+--- that found no violation is INCONCLUSIVE ("never reached: NAME").
+---@param name string
+---@param fn fun(state: eutaxy.check.State): boolean?
+---@return eutaxy.check.Invariant
+function sim.sometimes(name, fn) end
+
 --- The scenario a *.sim.lua returns.
 ---@param t eutaxy.check.ScenarioSpec
 ---@return eutaxy.check.Scenario
@@ -93,6 +109,12 @@ function sim.format_value(v) end
 ---@param state eutaxy.check.State
 ---@return eutaxy.check.Violation|nil
 function sim.evaluate(invariant, state) end
+
+--- Whether a sometimes probe holds on a state.
+---@param probe eutaxy.check.Invariant
+---@param state eutaxy.check.State
+---@return boolean
+function sim.reached(probe, state) end
 
 ---@class eutaxy.check.ScenarioSpec
 ---@field name string
@@ -178,7 +200,7 @@ function sim.evaluate(invariant, state) end
 ---@field value? string|number required for eq, ne, lt, le, gt, ge
 
 ---@class eutaxy.check.Invariant
----@field kind "unique"|"everyRow"|"custom"
+---@field kind "unique"|"everyRow"|"custom"|"always"|"sometimes"
 ---@field name string
 ---@field file string
 ---@field line integer
@@ -190,10 +212,10 @@ function sim.evaluate(invariant, state) end
 
 --- What an invariant sees of a run.
 ---@class eutaxy.check.State
----@field responses eutaxy.check.Response[] the drive's answers
+---@field responses eutaxy.check.Response[] the drive's answers (after a turn: those collected so far)
 local State = {}
 
---- The table's rows at the end of the run, each keyed by column.
+--- The table's rows where the property looks (the end of the run, or just after a turn), each keyed by column.
 ---@param handle eutaxy.check.Table
 ---@return table<string, any>[]
 function State:rows(handle) end
@@ -208,5 +230,11 @@ function State:columns(handle) end
 ---@field message string
 ---@field columns string[]|nil
 ---@field rows table[]|nil the offending rows
+---@field turn eutaxy.check.Turn|nil for an always: the turn after which it failed (nil: at the end)
+
+---@class eutaxy.check.Turn
+---@field task string the task whose turn it was: "req-2>POOL.acquire"
+---@field object string the object it ran in: "DO:POOL(pool)"
+---@field atMs integer virtual time since the run began
 
 return sim

@@ -1,5 +1,6 @@
 --- eutaxy.check: the scenario DSL of `eutaxy check`, and the evaluation of
--- a scenario's invariants at the end of every run.
+-- a scenario's invariants at the end of every run (and of its always and
+-- sometimes properties after every turn that wrote, too).
 --
 --   local sim = require "eutaxy.check"
 --   local grants = sim.durableObjectTable("POOL", "pool", "grants")
@@ -692,6 +693,37 @@ function sim.invariant(name, fn)
   return { kind = "custom", name = name, fn = fn, file = site and site.file, line = site and site.line }
 end
 
+local function property(kind, name, fn)
+  local site = call_site()
+  check_string(site, name, kind .. ": the name (first argument)")
+  if type(fn) ~= "function" then
+    raise(site, "%s: the second argument must be a function(state), got %s", kind, got(fn))
+  end
+  return { kind = kind, name = name, fn = fn, file = site and site.file, line = site and site.line }
+end
+
+--- Holds when fn(state) returns true on the committed state after every
+--- turn that wrote something, and at the end of the run: the contract of
+--- sim.invariant, looked at all along. A violation stops the run at the
+--- turn after which it first fails.
+---@param name string
+---@param fn fun(state: eutaxy.check.State): boolean?, string?
+---@return eutaxy.check.Invariant
+function sim.always(name, fn)
+  return property("always", name, fn)
+end
+
+--- A reachability probe: fn(state) must return true at some point (after a
+--- turn that wrote, or at the end of a run) of at least one explored
+--- schedule. One never reached makes a search that found no violation
+--- INCONCLUSIVE: the path the scenario meant to test never ran.
+---@param name string
+---@param fn fun(state: eutaxy.check.State): boolean?
+---@return eutaxy.check.Invariant
+function sim.sometimes(name, fn)
+  return property("sometimes", name, fn)
+end
+
 -- The scenario ---------------------------------------------------------------
 
 ---@class eutaxy.check.Bounds
@@ -802,7 +834,7 @@ local function check_drive(site, drive)
   return drive
 end
 
-local INVARIANT_KINDS = { unique = true, everyRow = true, custom = true }
+local INVARIANT_KINDS = { unique = true, everyRow = true, custom = true, always = true, sometimes = true }
 
 local function check_invariants(site, invariants)
   if invariants == nil then raise(site, 'defineScenario: field "invariants" is missing') end
@@ -814,7 +846,8 @@ local function check_invariants(site, invariants)
   local out, seen = {}, {}
   for i, inv in ipairs(invariants) do
     if type(inv) ~= "table" or not INVARIANT_KINDS[inv.kind] then
-      raise(site, "defineScenario: invariants[%d] must come from sim.unique, sim.everyRow or sim.invariant, got %s",
+      raise(site, "defineScenario: invariants[%d] must come from sim.unique, sim.everyRow, sim.invariant, "
+        .. "sim.always or sim.sometimes, got %s",
         i, got(inv))
     end
     local first = seen[inv.name]
@@ -977,7 +1010,7 @@ end
 
 ---@class eutaxy.check.State
 ---@field responses eutaxy.check.Response[] the drive's answers
----@field rows fun(self: eutaxy.check.State, handle: eutaxy.check.Table): table[] the table's rows at the end of the run
+---@field rows fun(self: eutaxy.check.State, handle: eutaxy.check.Table): table[] the table's rows where the property looks: at the end of the run, or just after a turn
 ---@field columns fun(self: eutaxy.check.State, handle: eutaxy.check.Table): string[] its columns, in table order
 
 ---@class eutaxy.check.Violation
@@ -1121,29 +1154,38 @@ local function evaluate_every_row(inv, state)
   return { invariant = inv.name, message = message, columns = columns, rows = offending }
 end
 
-local function evaluate_custom(inv, state)
+-- What the error messages call an entry of each kind.
+local NOUNS = { custom = "invariant", always = "always", sometimes = "sometimes" }
+
+local function call_property(inv, state)
   local r = table.pack(limits.pcall(inv.fn, state))  -- it runs in the checker's state, not an isolate
   if not r[1] then
     local e = r[2]
     -- error values that are tables (eutaxy errors, the CLI's own) carry a message
     if type(e) == "table" and type(e.message) == "string" then e = e.message end
-    error(string_format("invariant %s (%s) raised: %s", render_string(inv.name), where(inv), tostring(e)), 0)
+    error(string_format("%s %s (%s) raised: %s", NOUNS[inv.kind], render_string(inv.name), where(inv), tostring(e)), 0)
   end
-  local verdict, message = r[2], r[3]
+  return r[2], r[3]
+end
+
+local function evaluate_custom(inv, state)
+  local verdict, message = call_property(inv, state)
   if verdict == true then return nil end
   if verdict ~= false and verdict ~= nil then
-    error(string_format("invariant %s (%s) must return true, or false and a message; it returned %s",
-      render_string(inv.name), where(inv), got(verdict)), 0)
+    error(string_format("%s %s (%s) must return true, or false and a message; it returned %s",
+      NOUNS[inv.kind], render_string(inv.name), where(inv), got(verdict)), 0)
   end
   if message == nil then
-    message = verdict == false and "the invariant returned false" or "the invariant returned nil (no verdict)"
+    message = verdict == false and "the " .. NOUNS[inv.kind] .. " returned false"
+      or "the " .. NOUNS[inv.kind] .. " returned nil (no verdict)"
   elseif type(message) ~= "string" then
     message = render(message, {})
   end
   return { invariant = inv.name, message = message }
 end
 
-local EVALUATORS = { unique = evaluate_unique, everyRow = evaluate_every_row, custom = evaluate_custom }
+local EVALUATORS = { unique = evaluate_unique, everyRow = evaluate_every_row, custom = evaluate_custom,
+                     always = evaluate_custom }
 
 --- Checks one invariant against the state at the end of a run: nil when it
 --- holds, else the violation. Raises when the invariant itself is broken (a
@@ -1154,9 +1196,27 @@ local EVALUATORS = { unique = evaluate_unique, everyRow = evaluate_every_row, cu
 function sim.evaluate(invariant, state)
   local evaluator = type(invariant) == "table" and EVALUATORS[invariant.kind]
   if not evaluator then
-    error("evaluate: expects an invariant from sim.unique, sim.everyRow or sim.invariant, got " .. got(invariant), 2)
+    error("evaluate: expects an invariant from sim.unique, sim.everyRow, sim.invariant or sim.always, got "
+      .. got(invariant), 2)
   end
   return evaluator(invariant, state)
+end
+
+--- Whether a sometimes probe holds on the state: true when fn returned
+--- true, false when it returned false or nil. Raises when the probe raised
+--- or returned anything else.
+---@param probe eutaxy.check.Invariant
+---@param state eutaxy.check.State
+---@return boolean
+function sim.reached(probe, state)
+  if type(probe) ~= "table" or probe.kind ~= "sometimes" then
+    error("reached: expects a probe from sim.sometimes, got " .. got(probe), 2)
+  end
+  local verdict = call_property(probe, state)
+  if verdict == true then return true end
+  if verdict == false or verdict == nil then return false end
+  error(string_format("sometimes %s (%s) must return true or false; it returned %s", render_string(probe.name),
+    where(probe), got(verdict)), 0)
 end
 
 return sim

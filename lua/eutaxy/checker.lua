@@ -170,42 +170,10 @@ local function setup_fn(scenario)
   end
 end
 
--- What an invariant sees of a run.
+-- What an invariant sees of a run: a State is made for one look at the
+-- committed state (the end of a run, or just after a turn), so what it
+-- caches never outlives the turn it was read after.
 local State = {}
-State.__index = State
-
--- The table's rows and columns, read once per run and handle.
-function State:_read(handle)
-  local cached = self._tables[handle]
-  if cached then return cached end
-  local w = self._world
-  local hex = w:id_from_name(handle.binding, handle.name)
-  local ok, result = pcall(w.exec, w, handle.binding, hex, handle.name,
-    "SELECT * FROM " .. seed.quote_ident(handle.table))
-  if not ok then
-    local msg = tostring(result)
-    if msg:find("no such table") then
-      bad("%s:%s: table %s/%s does not exist in DO:%s at the end of the run (invariant %q reads it)",
-        handle.file or "?", handle.line or "?", handle.name, handle.table, handle.binding, self._reader or "?")
-    end
-    bad("%s:%s: reading %s/%s: %s", handle.file or "?", handle.line or "?", handle.name, handle.table, msg)
-  end
-  local rows = {}
-  for i, raw in ipairs(result.rows) do
-    local row = {}
-    for c, column in ipairs(result.columnNames) do row[column] = raw[c] end
-    rows[i] = row
-  end
-  cached = { columns = result.columnNames, rows = rows }
-  self._tables[handle] = cached
-  return cached
-end
-
---- The table's rows at the end of the run, as tables keyed by column (NULL absent).
-function State:rows(handle) return self:_read(handle).rows end
-
---- The table's columns, in table order.
-function State:columns(handle) return self:_read(handle).columns end
 
 local function responses(answers, kind)
   local list = {}
@@ -226,7 +194,95 @@ local function responses(answers, kind)
   return list
 end
 
-local function check_run(scenario, run)
+-- state.responses is made on first use: most looks after a turn never need it.
+function State.__index(self, key)
+  if key == "responses" then
+    local list = responses(self._answers, self._kind)
+    rawset(self, "responses", list)
+    return list
+  end
+  return State[key]
+end
+
+-- task: the task whose turn was just committed; nil at the end of the run.
+local function new_state(world, answers, kind, task)
+  return setmetatable({ _world = world, _tables = {}, _answers = answers, _kind = kind, _task = task }, State)
+end
+
+-- The table's rows and columns, read once per look and handle.
+function State:_read(handle)
+  local cached = self._tables[handle]
+  if cached then return cached end
+  local w = self._world
+  local hex = w:id_from_name(handle.binding, handle.name)
+  local ok, result = pcall(w.exec, w, handle.binding, hex, handle.name,
+    "SELECT * FROM " .. seed.quote_ident(handle.table))
+  if not ok then
+    local msg = tostring(result)
+    if msg:find("no such table") then
+      bad("%s:%s: table %s/%s does not exist in DO:%s %s (invariant %q reads it)",
+        handle.file or "?", handle.line or "?", handle.name, handle.table, handle.binding,
+        self._task and "after the turn of " .. self._task or "at the end of the run", self._reader or "?")
+    end
+    bad("%s:%s: reading %s/%s: %s", handle.file or "?", handle.line or "?", handle.name, handle.table, msg)
+  end
+  local rows = {}
+  for i, raw in ipairs(result.rows) do
+    local row = {}
+    for c, column in ipairs(result.columnNames) do row[column] = raw[c] end
+    rows[i] = row
+  end
+  cached = { columns = result.columnNames, rows = rows }
+  self._tables[handle] = cached
+  return cached
+end
+
+--- The table's rows where the property looks, as tables keyed by column (NULL absent).
+function State:rows(handle) return self:_read(handle).rows end
+
+--- The table's columns, in table order.
+function State:columns(handle) return self:_read(handle).columns end
+
+-- The first of the properties to fail on the state, or nil.
+local function look(properties, state)
+  for _, inv in ipairs(properties) do
+    if inv.kind ~= "sometimes" then
+      state._reader = inv.name
+      local ok, v = pcall(sim.evaluate, inv, state)
+      if not ok then
+        if getmetatable(v) == Bad then error(v, 0) end
+        bad("%s", tostring(v))
+      end
+      if v then return v end
+    end
+  end
+  return nil
+end
+
+-- The probes this look reaches, as their indices in scenario.probes (nil
+-- for none); reached[i] marks those this process has seen already, which
+-- are not called again.
+local function probe(scenario, state, reached)
+  local hit
+  for i, p in ipairs(scenario.probes) do
+    if not reached[i] then
+      state._reader = p.name
+      local ok, v = pcall(sim.reached, p, state)
+      if not ok then
+        if getmetatable(v) == Bad then error(v, 0) end
+        bad("%s", tostring(v))
+      end
+      if v then
+        reached[i] = true
+        hit = hit or {}
+        hit[#hit + 1] = i
+      end
+    end
+  end
+  return hit
+end
+
+local function check_run(scenario, run, reached)
   if run.uncaught then
     return { invariant = "no-uncaught-errors", message = run.uncaught .. " (uncaught)" }
   end
@@ -245,29 +301,26 @@ local function check_run(scenario, run)
     return { invariant = "run-settles", message = string.format(
       "the run did not settle within %d events (bounds.maxEventsPerRun)", scenario.bounds.maxEventsPerRun) }
   end
-  local state = setmetatable({ _world = run.world, _tables = {},
-                               responses = responses(run.answers, scenario.drive.kind) }, State)
-  for _, inv in ipairs(scenario.invariants) do
-    state._reader = inv.name
-    local ok, v = pcall(sim.evaluate, inv, state)
-    if not ok then
-      if getmetatable(v) == Bad then error(v, 0) end
-      bad("%s", tostring(v))
-    end
-    if v then
-      v.capped = run.capped
-      return v
-    end
-  end
-  return nil
+  local state = new_state(run.world, run.answers, scenario.drive.kind)
+  local v = look(scenario.invariants, state)
+  if v then v.capped = run.capped end
+  return v, run.probing and probe(scenario, state, reached) or nil
+end
+
+-- After a turn that wrote: the always properties, then the probes not yet reached.
+local function check_turn(scenario, run, reached)
+  local state = new_state(run.world, run.answers, scenario.drive.kind, run.task)
+  local v = look(scenario.always, state)
+  if v then v.turn = { task = run.task, object = run.object, atMs = run.at } end
+  return v, run.probing and probe(scenario, state, reached) or nil
 end
 
 -- core.explore (C) reports what check raised by its text: a Bad table
 -- would reach the user as "the check raised", so its message goes as a string.
-local function check_fn(scenario)
+local function protect(fn, scenario, reached)
   return function(run)
-    local ok, v = pcall(check_run, scenario, run)
-    if ok then return v end
+    local ok, v, hit = pcall(fn, scenario, run, reached)
+    if ok then return v, hit end
     error(getmetatable(v) == Bad and v.message or tostring(v), 0)
   end
 end
@@ -416,6 +469,10 @@ local function coverage_text(put, rows)
   end
 end
 
+local function seconds(ms)
+  return string.format("%d.%03ds", ms // 1000, ms % 1000)
+end
+
 local function report_text(r)
   local out = {}
   local function put(s) out[#out + 1] = s or "" end
@@ -423,6 +480,10 @@ local function report_text(r)
   if r.verdict == "VIOLATED" then
     put()
     put(string.format("Invariant %s is violated: %s", r.invariant, r.message))
+    if r.turn then
+      put(string.format("  broken after the turn of %s in %s at %s, where the run stopped", r.turn.task, r.turn.object,
+        seconds(r.turn.atMs)))
+    end
     if r.capped then put("  (this run reached alarmsPerObject: an alarm it needed may not have fired)") end
     local table_lines = rows_table(r.columns, r.rows)
     if #table_lines > 0 then
@@ -455,6 +516,11 @@ local function report_text(r)
       r.byFaults, r.elapsedMs))
     put("Bounds: " .. r.bounds)
     put()
+    if r.unreachedWhy then
+      for _, name in ipairs(r.neverReached) do put(r.unreachedWord .. ": " .. name) end
+      put(r.unreachedWhy)
+      put()
+    end
     coverage_text(put, r.coverage)
   elseif r.verdict == "NONDETERMINISTIC" then
     put()
@@ -480,12 +546,21 @@ local function run_check(o)
   local scenario, dir = load_scenario(o.file)
   local p = prepare(scenario, o.file, dir)
   local b = scenario.bounds
+  -- The properties looked at after turns, in the scenario's order.
+  scenario.always, scenario.probes = {}, {}
+  for _, inv in ipairs(scenario.invariants) do
+    if inv.kind == "always" then scenario.always[#scenario.always + 1] = inv end
+    if inv.kind == "sometimes" then scenario.probes[#scenario.probes + 1] = inv end
+  end
+  local reached = {}
   local opts = {
     entry = p.entry, projectdir = p.projectdir, libdir = config.libdir(), bindings = p.bindings, seed = p.seed,
     events = p.events, retries = scenario.drive.retries, maxConcurrent = b.maxConcurrentInvocations,
     maxRedeliveries = b.maxRedeliveries, maxFaults = b.maxFaultsPerRun, maxEvents = b.maxEventsPerRun,
     budgetMs = o.budget or b.budgetMs, faults = scenario.faults or sim.FAULT_KINDS,
-    setup = setup_fn(scenario), check = check_fn(scenario),
+    setup = setup_fn(scenario), check = protect(check_run, scenario, reached),
+    turn = (#scenario.always > 0 or #scenario.probes > 0) and protect(check_turn, scenario, reached) or nil,
+    always = #scenario.always, probes = #scenario.probes,
     checkDeterminism = o.determinism, jobs = o.jobs, shardK = o.shard_k, shardN = o.shard_n,
     progress = not o.quiet,
   }
@@ -514,6 +589,7 @@ local function run_check(o)
         result.runs, result.counted, result.elapsedMs, result.shrinkRuns =
           first.runs, first.counted, first.elapsedMs, first.shrinkRuns
         result.coverage, result.faultsByKind, result.faultsTried = first.coverage, first.faultsByKind, first.faultsTried
+        result.turnChecks = first.turnChecks
         if result.verdict ~= "VIOLATED" then
           err, kind, result = "the violating schedule " .. first.schedule .. " did not violate again on replay", "nondeterministic", nil
         end
@@ -530,7 +606,7 @@ local function run_check(o)
   r.verdict = result.verdict
   r.schedules, r.byFaults, r.elapsedMs, r.shrinkRuns = total(result.counted), by_faults(result.counted),
     result.elapsedMs, result.shrinkRuns or 0
-  r.runs = result.runs
+  r.runs, r.turnChecks = result.runs, result.turnChecks or 0
   r.coverage = coverage_rows(result.coverage)
   r.faultsTried, r.faultsByKind = result.faultsTried or 0, result.faultsByKind or {}
   r.byFaultsList = {}
@@ -549,11 +625,32 @@ local function run_check(o)
   if result.violation then
     local v = result.violation
     r.invariant, r.message, r.columns, r.rows, r.capped = v.invariant, v.message, v.columns, v.rows, v.capped
+    r.turn = v.turn
   end
+  local bounded = r.verdict == "BOUNDED"
   if r.verdict == "INCONCLUSIVE" then
     r.why = o.random and string.format("Random exploration of %s found no violation; that proves nothing about the rest.",
       plural(o.random, "schedule")) or string.format("The budget of %d ms ran out before every schedule was explored.",
       opts.budgetMs)
+  end
+  if not o.replay and r.verdict ~= "VIOLATED" and #scenario.probes > 0 then
+    local hit = set_of(result.reached)
+    r.reached, r.neverReached = {}, {}
+    for i, p in ipairs(scenario.probes) do
+      local list = hit[i] and r.reached or r.neverReached
+      list[#list + 1] = p.name
+    end
+    if #r.neverReached > 0 then
+      r.verdict = "INCONCLUSIVE"
+      r.unreachedWord = o.shard_n and "not reached in this shard" or "never reached"
+      r.unreachedWhy = "No explored schedule reached " .. (#r.neverReached == 1 and "this sometimes probe" or "these sometimes probes")
+        .. ": the path the scenario means to test never ran (a request to a path the worker does not serve, "
+        .. "a fault that never applies, a probe that reads the wrong row), so finding no violation says nothing about it."
+      if o.shard_n then
+        r.unreachedWhy = r.unreachedWhy .. " A shard cannot see the others: a probe may be reached in another one."
+      end
+      if bounded then r.why = "Every schedule within the bounds was explored, but a sometimes probe was never reached." end
+    end
   end
   return r
 end
@@ -586,10 +683,12 @@ local function to_json(r)
     columns = r.columns and json.array(r.columns), rows = r.rows and json.array(r.rows),
     schedule = r.schedule, events = r.events and json.array(r.events),
     faults = r.faults and json.array(r.faults), trace = r.trace and json.array(r.trace),
-    replay = r.replay, reason = r.why,
+    replay = r.replay, reason = r.why, turn = r.turn,
+    reached = r.reached and json.array(r.reached), neverReached = r.neverReached and json.array(r.neverReached),
+    neverReachedReason = r.unreachedWhy,
     counts = r.schedules and { schedules = r.schedules, runs = r.runs, byFaults = json.array(r.byFaultsList),
                                shrinkRuns = r.shrinkRuns, elapsedMs = r.elapsedMs, faultsTried = r.faultsTried,
-                               faultsByKind = r.faultsByKind },
+                               faultsByKind = r.faultsByKind, turnChecks = r.turnChecks },
     coverage = r.coverage and json.array(coverage_json(r.coverage)),
     timeline = r.timeline and json.array(r.timeline),
     bounds = r.boundsTable, faultKinds = r.faultKindsList and json.array(r.faultKindsList),

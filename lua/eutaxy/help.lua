@@ -30,8 +30,8 @@ help.commands = {
     summary = "explore a scenario's schedules under faults",
     description = "Loads a scenario (sim.defineScenario), runs its drive in virtual time, injects faults at "
       .. "every call, explores the schedules within its bounds depth-first (fewest faults first), and checks "
-      .. "its invariants at the end of every run. A violation is shrunk and printed with its schedule, its "
-      .. "trace and the command that replays it.",
+      .. "its invariants at the end of every run (sim.always and sim.sometimes also after every turn that "
+      .. "wrote). A violation is shrunk and printed with its schedule, its trace and the command that replays it.",
     options = {
       { "--replay SCHEDULE", "run one schedule (as a report prints it) and show its trace" },
       { "--json", "print the result as one JSON document" },
@@ -45,7 +45,8 @@ help.commands = {
       { "--quiet", "print the verdict line only" },
       { "-h, --help", "this text" },
     },
-    exit = "0 BOUNDED, 1 VIOLATED (or NONDETERMINISTIC), 2 bad usage or scenario, 3 INCONCLUSIVE",
+    exit = "0 BOUNDED, 1 VIOLATED (or NONDETERMINISTIC), 2 bad usage or scenario, "
+      .. "3 INCONCLUSIVE (the budget ran out, or a sim.sometimes was never reached)",
   },
   {
     name = "serve",

@@ -311,6 +311,10 @@ function report_html.render(r)
     if r.invariant then
       put(string.format('<p class="message">Invariant <b>%s</b> is violated: %s</p>', esc(r.invariant), esc(r.message or "")))
     end
+    if r.turn then
+      put(string.format("<p>Broken after the turn of <code>%s</code> in <code>%s</code> at %d.%03ds, where the run stopped.</p>",
+        esc(r.turn.task), esc(r.turn.object), r.turn.atMs // 1000, r.turn.atMs % 1000))
+    end
     if r.capped then put("<p>This run reached alarmsPerObject: an alarm it needed may not have fired.</p>") end
     put(string.format("<p>Schedule <code>%s</code>, events kept: %s</p>", esc(r.schedule or ""),
       esc(table.concat(r.events or {}, ", "))))
@@ -336,6 +340,12 @@ function report_html.render(r)
     end
   elseif r.verdict == "INCONCLUSIVE" then
     put("<p>" .. esc(r.why or "") .. "</p>")
+    if r.unreachedWhy then
+      put('<ul class="faults">')
+      for _, name in ipairs(r.neverReached) do put("<li>" .. esc(r.unreachedWord .. ": " .. name) .. "</li>") end
+      put("</ul>")
+      put("<p>" .. esc(r.unreachedWhy) .. "</p>")
+    end
   elseif r.verdict == "NONDETERMINISTIC" then
     put("<pre>" .. esc(r.message or "") .. "</pre>")
   end
