@@ -207,6 +207,8 @@ static void read_events(lua_State *L, xctx *x) {
     e->binding = opt_str(L, t, "binding");
     e->name = opt_str(L, t, "name");
     e->method = opt_str(L, t, "method");
+    e->at = (int64_t)opt_int(L, t, "at", 0);
+    if (e->at < 0) luaL_error(L, "core.explore: events[%d].at must be a non-negative integer", i + 1);
     if (e->kind == EU_CALL_RPC && (!e->binding || !e->name || !e->method))
       luaL_error(L, "core.explore: events[%d] needs binding, name and method", i + 1);
     /* fetch: one wire request; rpc: the method name, then the arguments */

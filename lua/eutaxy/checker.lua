@@ -142,13 +142,13 @@ local function prepare(scenario, file, dir)
   if scenario.drive.kind == "http" then
     for i, r in ipairs(scenario.drive.requests) do
       local request = http.Request.new(r.path, { method = r.method, headers = r.headers, body = r.body })
-      events[i] = { kind = "fetch", label = "req-" .. i, request = http.to_wire(request) }
+      events[i] = { kind = "fetch", label = "req-" .. i, request = http.to_wire(request), at = r.at }
     end
   else
     for i, c in ipairs(scenario.drive.calls) do
       check_binding(c.binding, "rpc", scenario.drive)
       events[i] = { kind = "rpc", label = "call-" .. i, binding = c.binding, name = c.name, method = c.method,
-                    args = c.args }
+                    args = c.args, at = c.at }
     end
   end
   return {
