@@ -456,8 +456,11 @@ local function report_text(r)
     put("Trace:")
     for _, l in ipairs(r.trace) do put("  " .. l) end
     put()
-    put(string.format("Found after %s%s in %d ms; shrunk in %s.", plural(r.schedules, "schedule"),
-      r.byFaults, r.elapsedMs, plural(r.shrinkRuns, "run")))
+    -- a replay's stdout is the same bytes every time: its wall time goes to stderr
+    if not r.replayed then
+      put(string.format("Found after %s%s in %d ms; shrunk in %s.", plural(r.schedules, "schedule"),
+        r.byFaults, r.elapsedMs, plural(r.shrinkRuns, "run")))
+    end
     put("Replay: " .. r.replay)
   elseif r.verdict == "BOUNDED" then
     put()
@@ -563,6 +566,7 @@ local function run_check(o)
   for i, n in ipairs(result.counted) do
     if n > 0 then r.byFaultsList[#r.byFaultsList + 1] = { faults = i - 1, schedules = n } end
   end
+  r.replayed = o.replay ~= nil
   if o.replay and result.verdict == "BOUNDED" then r.verdict = "HOLDS" end
   if result.schedule then
     r.schedule = result.schedule
@@ -658,6 +662,7 @@ function checker.main(argv)
     io.stdout:write(string.format("%s  %s\n", r.verdict, r.scenario))
   elseif o.replay then
     io.stdout:write(report_replay(r))
+    if r.elapsedMs then io.stderr:write(string.format("eutaxy check: replayed %s in %d ms\n", r.schedule, r.elapsedMs)) end
   else
     io.stdout:write(report_text(r))
   end
