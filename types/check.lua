@@ -187,9 +187,13 @@ function sim.evaluate(invariant, state) end
 ---@field line integer
 
 ---@class eutaxy.check.Response
----@field event string "req-1", ...
----@field status integer|nil nil when the answer was lost
----@field body string|nil
+---@field event string "req-1", "call-1", ...
+---@field deliveries integer how many times it was delivered, resends included
+---@field status integer|nil sim.http: the response's status (500 when the request got an error)
+---@field body string|nil sim.http: the response's body (the error's message when it got one)
+---@field value any sim.rpc: what the method returned
+---@field error table|nil the error the last delivery got (name, message, remote, retryable)
+---@field lost true|nil sim.rpc: the last delivery never arrived (nothing ran, no answer)
 
 --- What an invariant sees of a run.
 ---@class eutaxy.check.State
