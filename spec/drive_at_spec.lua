@@ -84,6 +84,23 @@ describe("a drive event with at", function()
     assert.are_not.equal(first.schedule, other.schedule)
   end)
 
+  it("is a call the drive's faults strike at its arrival, an ambiguous one losing the answer", function()
+    local doc = check_json(FIX .. "rpc_at.sim.lua" .. NO_BUDGET)
+    assert.are.equal("BOUNDED", doc.verdict)
+    local late
+    for _, c in ipairs(doc.coverage) do
+      if c.point == "call-2 (DO:LOG note)" then late = c end
+    end
+    assert.are.same({ "rpc-fail", "ambiguous" }, late.tried)
+    local replay = check_json(FIX .. "rpc_at.sim.lua --replay 1:1.2:02")
+    assert.are.same({ "ambiguous at call-2#1 (DO:LOG note)" }, replay.faults)
+    local fault = find_line(replay.trace, "0.050s  fault  ambiguous at call-2#1 (DO:LOG note)")
+    local ran = find_line(replay.trace, '0.050s  call-2  returned "first late"')
+    local lost = find_line(replay.trace, "0.050s  call-2  its answer is lost")
+    assert.is_truthy(fault and ran and lost, table.concat(replay.trace, "\n"))
+    assert.is_true(fault < ran and ran < lost)
+  end)
+
   it("replays a tie's schedule to the same trace", function()
     local first = check_json(FIX .. "tie.sim.lua" .. NO_BUDGET)
     local again = check_json(FIX .. "tie.sim.lua --replay " .. first.schedule)
