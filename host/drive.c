@@ -29,9 +29,11 @@ static int classify(eu_world *w, const char *data, size_t len) {
   return kind;
 }
 
-/* Submits one delivery; 0 when an injected fault lost the call before it
- * arrived (the client sees the connection drop). */
-static int submit(eu_world *w, const eu_drive_event *e, int delivery, char *err, size_t errlen) {
+/* Submits one delivery, at once when now (its arrival was the last step);
+ * 0 when an injected fault lost the call before it arrived (the client sees
+ * the connection drop). */
+static int submit(eu_world *w, const eu_drive_event *e, int delivery, int now, char *err,
+                  size_t errlen) {
   eu_object *target = NULL;
   char *payload;
   int slot, fault = EU_FAULT_NONE;
@@ -48,10 +50,14 @@ static int submit(eu_world *w, const eu_drive_event *e, int delivery, char *err,
   payload = malloc(e->len ? e->len : 1);
   if (!payload) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   memcpy(payload, e->payload, e->len);
-  slot = eu_world_submit(w, e->kind, target, e->kind == EU_CALL_RPC ? e->method : "fetch", payload,
-                         e->len, e->label, delivery);
+  if (now)
+    slot = eu_world_submit_arrived(w, e->kind, target, e->kind == EU_CALL_RPC ? e->method : "fetch",
+                                   payload, e->len, e->label, delivery, fault == EU_FAULT_AMBIGUOUS);
+  else
+    slot = eu_world_submit(w, e->kind, target, e->kind == EU_CALL_RPC ? e->method : "fetch", payload,
+                           e->len, e->label, delivery);
   if (!slot) return eu_err(err, errlen, EU_ENOMEM, "out of memory submitting %s", e->label);
-  if (fault == EU_FAULT_AMBIGUOUS) eu_world_slot_lose_answer(w, slot);
+  if (!now && fault == EU_FAULT_AMBIGUOUS) eu_world_slot_lose_answer(w, slot);
   return slot;
 }
 
@@ -59,10 +65,10 @@ static int submit(eu_world *w, const eu_drive_event *e, int delivery, char *err,
  * while a fault loses it before it arrives and the client has retries left.
  * slots[i] is the slot in flight, or 0 when the last delivery was lost and
  * its answer (none) is final. */
-static int deliver(eu_world *w, const eu_drive *d, int i, eu_drive_answer *answers, int *slots,
-                   char *err, size_t errlen) {
+static int deliver(eu_world *w, const eu_drive *d, int i, int now, eu_drive_answer *answers,
+                   int *slots, char *err, size_t errlen) {
   for (;;) {
-    int rc = submit(w, &d->events[i], answers[i].deliveries, err, errlen);
+    int rc = submit(w, &d->events[i], answers[i].deliveries, now, err, errlen);
     if (rc < 0) return rc;
     slots[i] = rc;
     if (rc > 0) return EU_OK;
@@ -71,36 +77,73 @@ static int deliver(eu_world *w, const eu_drive *d, int i, eu_drive_answer *answe
   }
 }
 
+/* Where an event stands in the run: not yet arrived, arrived and waiting for
+ * room under max_concurrent, or admitted (or not in the run at all). */
+enum { EU_AHEAD = 0, EU_WAITING, EU_ADMITTED };
+
+/* Admits event i: its first delivery. */
+static int admit(eu_world *w, const eu_drive *d, int i, int now, eu_drive_answer *answers,
+                 int *slots, int *state, int *inflight, int *left, char *err, size_t errlen) {
+  int rc;
+  state[i] = EU_ADMITTED;
+  (*left)--;
+  answers[i].deliveries = 1;
+  if ((rc = deliver(w, d, i, now, answers, slots, err, errlen)) < 0) return rc;
+  if (slots[i]) (*inflight)++;
+  return EU_OK;
+}
+
 int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *settled, char *err,
                  size_t errlen) {
-  int *slots, *resends;
-  int next = 0, inflight = 0, i, rc = EU_OK;
+  int *slots, *resends, *state;
+  int inflight = 0, left = 0, i, rc = EU_OK;
   long steps = 0;
   *settled = 1;
   slots = calloc((size_t)(d->n > 0 ? d->n : 1), sizeof *slots);
   resends = calloc((size_t)(d->n > 0 ? d->n : 1), sizeof *resends);
-  if (!slots || !resends) {
-    free(slots);
-    free(resends);
-    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  state = calloc((size_t)(d->n > 0 ? d->n : 1), sizeof *state);
+  if (!slots || !resends || !state) {
+    rc = eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    goto done;
   }
   memset(answers, 0, (size_t)d->n * sizeof *answers);
-  for (;;) {
-    int stepped;
-    while (inflight < d->max_concurrent && next < d->n) {
-      if (d->mask & ((uint64_t)1 << next)) {
-        answers[next].deliveries = 1;
-        if ((rc = deliver(w, d, next, answers, slots, err, errlen)) < 0) goto done;
-        if (slots[next]) inflight++;
-      }
-      next++;
+  for (i = 0; i < d->n; i++) {
+    if (!(d->mask & ((uint64_t)1 << i))) {
+      state[i] = EU_ADMITTED;
+      continue;
     }
+    left++;
+    if (d->events[i].at <= 0) {
+      state[i] = EU_WAITING;
+    } else if (eu_world_arrival(w, d->events[i].at, i) != EU_OK) {
+      rc = eu_err(err, errlen, EU_ENOMEM, "out of memory");
+      goto done;
+    }
+  }
+  for (;;) {
+    int stepped, arrived;
+    for (i = 0; i < d->n && inflight < d->max_concurrent; i++)
+      if (state[i] == EU_WAITING &&
+          (rc = admit(w, d, i, 0, answers, slots, state, &inflight, &left, err, errlen)) < 0)
+        goto done;
     rc = EU_OK;
     if (eu_world_stopped(w)) break;
     stepped = eu_world_step(w, err, errlen);
     if (stepped < 0) {
       rc = stepped;
       goto done;
+    }
+    if ((arrived = eu_world_arrived(w)) >= 0 && arrived < d->n && state[arrived] == EU_AHEAD) {
+      /* Nothing that arrived earlier is waiting while there is room: the
+       * admissions above took it. */
+      if (inflight < d->max_concurrent) {
+        rc = admit(w, d, arrived, 1, answers, slots, state, &inflight, &left, err, errlen);
+        if (rc < 0) goto done;
+      } else {
+        state[arrived] = EU_WAITING;
+        eu_world_log(w, "%s  arrives; waits while %d %s in flight (maxConcurrentInvocations)",
+                     d->events[arrived].label, inflight, inflight == 1 ? "is" : "are");
+      }
     }
     for (i = 0; i < d->n; i++) {
       char *data;
@@ -123,7 +166,7 @@ int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *
       if (again) {
         free(data);
         answers[i].deliveries++;
-        if ((rc = deliver(w, d, i, answers, slots, err, errlen)) < 0) goto done;
+        if ((rc = deliver(w, d, i, 0, answers, slots, err, errlen)) < 0) goto done;
         rc = EU_OK;
         if (slots[i]) continue;
         inflight--;  /* lost before it arrived, with no retry left: deliver recorded it */
@@ -134,7 +177,7 @@ int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *
       inflight--;
     }
     if (!stepped) {
-      if (inflight == 0 && next >= d->n) break;
+      if (inflight == 0 && left == 0) break;
       if (inflight > 0) {
         rc = eu_err(err, errlen, EU_EINVAL, "a drive event never finished: nothing is left to run");
         goto done;
@@ -148,5 +191,6 @@ int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *
 done:
   free(slots);
   free(resends);
+  free(state);
   return rc;
 }

@@ -7,6 +7,12 @@
  * offers a fault point where a client resends even though the answer came
  * ("resend at req-1#1"). Then it runs the world until nothing is left to run.
  * It owns no world state: events name objects by binding and name.
+ *
+ * An event with `at` arrives at that virtual time, as an event of the
+ * world's queue (eu_world_arrival). The limit admits events in list order
+ * among those that have arrived: one due later holds no place in the queue,
+ * so a later-listed event that arrives first goes first; an arrival that
+ * finds max_concurrent in flight waits for one of them to finish.
  */
 #ifndef EUTAXY_DRIVE_H
 #define EUTAXY_DRIVE_H
@@ -24,6 +30,7 @@ typedef struct eu_drive_event {
   const char *method;
   const char *payload;  /* encoded: a wire request, or the method's arguments */
   size_t len;
+  int64_t at;           /* virtual ms after the start at which it arrives */
 } eu_drive_event;
 
 typedef struct eu_drive_answer {

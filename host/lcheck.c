@@ -64,9 +64,10 @@ typedef struct point {
   long reached;           /* counted schedules that reached it */
   unsigned kinds;         /* kinds it has */
   unsigned open;          /* kinds it offered while the run could still inject a fault */
+  unsigned spent;         /* kinds it offered after the run had injected all its cap (above 0) */
   unsigned tried;         /* kinds that struck there */
   int seen;               /* this run: reached */
-  unsigned run_kinds, run_open, run_tried;
+  unsigned run_kinds, run_open, run_spent, run_tried;
 } point;
 
 typedef struct xctx {
@@ -104,6 +105,7 @@ typedef struct xctx {
   int run_answered;         /* answers in it */
   int broke_ref;            /* an always's violation after a turn: the run stopped there */
   char turn_err[EU_ERRLEN]; /* the turn function raised: the run stopped there */
+  int run_cap;              /* the fault cap of the run in progress */
 } xctx;
 
 static const char *opt_str(lua_State *L, int t, const char *field) {
@@ -233,6 +235,8 @@ static void read_events(lua_State *L, xctx *x) {
     e->binding = opt_str(L, t, "binding");
     e->name = opt_str(L, t, "name");
     e->method = opt_str(L, t, "method");
+    e->at = (int64_t)opt_int(L, t, "at", 0);
+    if (e->at < 0) luaL_error(L, "core.explore: events[%d].at must be a non-negative integer", i + 1);
     if (e->kind == EU_CALL_RPC && (!e->binding || !e->name || !e->method))
       luaL_error(L, "core.explore: events[%d] needs binding, name and method", i + 1);
     /* fetch: one wire request; rpc: the method name, then the arguments */
@@ -427,6 +431,7 @@ static void note_point(void *ud, const char *label, unsigned kinds, int open, in
   pt->seen = 1;
   pt->run_kinds |= kinds;
   if (open) pt->run_open |= kinds;
+  else if (x->run_cap > 0) pt->run_spent |= kinds;  /* not a run of the 0-fault tree */
   if (struck) {
     pt->run_tried |= EU_FAULT_BIT(struck);
     x->run_by_kind[struck]++;
@@ -438,7 +443,7 @@ static void forget_run(xctx *x) {
   memset(x->run_by_kind, 0, sizeof x->run_by_kind);
   for (i = 0; i < x->npoints; i++) {
     x->points[i].seen = 0;
-    x->points[i].run_kinds = x->points[i].run_open = x->points[i].run_tried = 0;
+    x->points[i].run_kinds = x->points[i].run_open = x->points[i].run_spent = x->points[i].run_tried = 0;
   }
 }
 
@@ -452,6 +457,7 @@ static void keep_run(void *ud) {
     pt->reached++;
     pt->kinds |= pt->run_kinds;
     pt->open |= pt->run_open;
+    pt->spent |= pt->run_spent;
     pt->tried |= pt->run_tried;
   }
   forget_run(x);
@@ -459,7 +465,7 @@ static void keep_run(void *ud) {
 
 /* A parallel worker's notes: a first line of faults by kind, a second of
  * turn checks and the sometimes probes reached (their indices), then
- * coverage, one point a line: reached, kinds, open, tried, key. */
+ * coverage, one point a line: reached, kinds, open, spent, tried, key. */
 static int export_points(void *ud, eu_buf *out) {
   xctx *x = ud;
   int i;
@@ -472,7 +478,8 @@ static int export_points(void *ud, eu_buf *out) {
   for (i = 0; i < x->npoints; i++) {
     point *pt = &x->points[i];
     if (pt->reached == 0) continue;
-    if (eu_buf_printf(out, "%ld %u %u %u %s\n", pt->reached, pt->kinds, pt->open, pt->tried, pt->key) != EU_OK)
+    if (eu_buf_printf(out, "%ld %u %u %u %u %s\n", pt->reached, pt->kinds, pt->open, pt->spent, pt->tried,
+                      pt->key) != EU_OK)
       return EU_ENOMEM;
   }
   return EU_OK;
@@ -508,18 +515,19 @@ static int merge_points(void *ud, const char *p, size_t n) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     char line[300];
     long reached;
-    unsigned kinds, open, tried;
+    unsigned kinds, open, spent, tried;
     int at = 0;
     point *pt;
     if (!nl) return EU_ECORRUPT;
     snprintf(line, sizeof line, "%.*s", (int)(nl - p), p);
     p = nl + 1;
-    if (sscanf(line, "%ld %u %u %u %n", &reached, &kinds, &open, &tried, &at) != 4 || !at)
+    if (sscanf(line, "%ld %u %u %u %u %n", &reached, &kinds, &open, &spent, &tried, &at) != 5 || !at)
       return EU_ECORRUPT;
     if (!(pt = find_point(x, line + at))) return EU_ENOMEM;
     pt->reached += reached;
     pt->kinds |= kinds;
     pt->open |= open;
+    pt->spent |= spent;
     pt->tried |= tried;
   }
   return EU_OK;
@@ -535,14 +543,14 @@ static void push_kinds(lua_State *L, unsigned bits) {
     }
 }
 
-/* { { point =, reached =, kinds = {...}, open = {...}, tried = {...} }, ... } in the order first seen */
+/* { { point =, reached =, kinds = {...}, open = {...}, spent = {...}, tried = {...} }, ... } in the order first seen */
 static void push_coverage(lua_State *L, xctx *x) {
   int i, n = 0;
   lua_newtable(L);
   for (i = 0; i < x->npoints; i++) {
     point *pt = &x->points[i];
     if (pt->reached == 0) continue;
-    lua_createtable(L, 0, 5);
+    lua_createtable(L, 0, 6);
     lua_pushstring(L, pt->key);
     lua_setfield(L, -2, "point");
     lua_pushinteger(L, pt->reached);
@@ -551,6 +559,8 @@ static void push_coverage(lua_State *L, xctx *x) {
     lua_setfield(L, -2, "kinds");
     push_kinds(L, pt->open);
     lua_setfield(L, -2, "open");
+    push_kinds(L, pt->spent);
+    lua_setfield(L, -2, "spent");
     push_kinds(L, pt->tried);
     lua_setfield(L, -2, "tried");
     lua_rawseti(L, -2, ++n);
@@ -866,6 +876,7 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
     o.on_commit = check_turn;
     o.on_commit_ud = x;
   }
+  x->run_cap = cap;
   forget_run(x);
   ooms = eu_faultsim_ooms();
   if ((rc = eu_world_new(&w, &o, err, errlen)) != EU_OK) return rc;

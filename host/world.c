@@ -35,7 +35,7 @@
 #include "store.h"
 #include "world.h"
 
-enum { EU_EV_START = 1, EU_EV_RESUME, EU_EV_ALARM, EU_EV_CRASH };
+enum { EU_EV_START = 1, EU_EV_RESUME, EU_EV_ALARM, EU_EV_CRASH, EU_EV_ARRIVE };
 enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM };
 enum { EU_WAIT_NONE = 0, EU_WAIT_CALL, EU_WAIT_SLEEP };
 
@@ -127,6 +127,7 @@ struct eu_world {
   eu_buf fault_log;
   eu_buf events;      /* the event log (eu_world_events), kept with the trace */
   int capped, stopped;
+  int arrived;        /* the tag + 1 of the arrival the last step dispatched, or 0 */
   char *uncaught;
 };
 
@@ -1481,6 +1482,10 @@ static void dispatch(eu_world *w, eu_event *ev) {
       }
     }
     break;
+  case EU_EV_ARRIVE:
+    /* The drive starts what arrived: it alone knows whether a call may be in flight now. */
+    w->arrived = (int)ev->a + 1;
+    break;
   }
 }
 
@@ -1489,6 +1494,7 @@ static void dispatch(eu_world *w, eu_event *ev) {
 int eu_world_step(eu_world *w, char *err, size_t errlen) {
   eu_event ties[EU_MAX_TIES];
   size_t n, i, pick = 0;
+  w->arrived = 0;
   n = eu_sched_ties(&w->sched, ties, EU_MAX_TIES);
   if (n == 0) return 0;
   if (n > 1) pick = (size_t)eu_world_choose(w, EU_CHOICE_ORDER, (int)n, "order");
@@ -1614,8 +1620,10 @@ static int new_slot(eu_world *w) {
   return i + 1;
 }
 
-int eu_world_submit(eu_world *w, int kind, eu_object *target, const char *method, char *payload,
-                    size_t len, const char *event, int delivery) {
+/* now: the task starts at once rather than at a later step; lose: its answer
+ * will be lost, as eu_world_slot_lose_answer, before it can run. */
+static int submit(eu_world *w, int kind, eu_object *target, const char *method, char *payload,
+                  size_t len, const char *event, int delivery, int now, int lose) {
   eu_task *t;
   int slot;
   char label[EU_LABEL];
@@ -1636,6 +1644,7 @@ int eu_world_submit(eu_world *w, int kind, eu_object *target, const char *method
   }
   t->origin_slot = slot;
   t->root = new_root(w, event, delivery);
+  t->lose_answer = lose;
   if (TRACING(w)) {
     eu_buf tmp;
     eu_buf_init(&tmp);
@@ -1644,13 +1653,33 @@ int eu_world_submit(eu_world *w, int kind, eu_object *target, const char *method
     record(w, "send", event, target->tag, "%s%s", tmp.p ? tmp.p : "", delivery > 1 ? " (again)" : "");
     eu_buf_free(&tmp);
   }
-  if (push_event(w, EU_EV_START, w->sched.now, t->id, 0, payload, len) != EU_OK) {
+  if (now) {
+    start_task(w, t, payload, len);
+    free(payload);
+  } else if (push_event(w, EU_EV_START, w->sched.now, t->id, 0, payload, len) != EU_OK) {
     free_task(w, t);
     w->slots[slot - 1].used = 0;
     return 0;
   }
   return slot;
 }
+
+int eu_world_submit(eu_world *w, int kind, eu_object *target, const char *method, char *payload,
+                    size_t len, const char *event, int delivery) {
+  return submit(w, kind, target, method, payload, len, event, delivery, 0, 0);
+}
+
+int eu_world_submit_arrived(eu_world *w, int kind, eu_object *target, const char *method,
+                            char *payload, size_t len, const char *event, int delivery,
+                            int lose_answer) {
+  return submit(w, kind, target, method, payload, len, event, delivery, 1, lose_answer);
+}
+
+int eu_world_arrival(eu_world *w, int64_t at, int tag) {
+  return push_event(w, EU_EV_ARRIVE, at, tag, 0, NULL, 0);
+}
+
+int eu_world_arrived(eu_world *w) { return w->arrived - 1; }
 
 int eu_world_run_alarm(eu_world *w, eu_object *o) {
   int has = 0, retry = 0, slot;

@@ -126,6 +126,18 @@ enum { EU_CALL_FETCH = 1, EU_CALL_RPC = 2 };
  * fault labels say "ambiguous at req-1#1 effect #0 (DO:POOL acquire)". */
 int eu_world_submit(eu_world *w, int kind, eu_object *target, const char *method, char *payload,
                     size_t len, const char *event, int delivery);
+/* A drive event due later: an arrival queued at `at` (virtual ms since the
+ * start), so that it ties with whatever else is due then and the clock can
+ * jump to it. The step that dispatches it makes eu_world_arrived return tag;
+ * the caller then submits the call (or keeps it waiting). */
+int eu_world_arrival(eu_world *w, int64_t at, int tag);
+int eu_world_arrived(eu_world *w);   /* the tag of the last step's arrival, or -1 */
+/* As eu_world_submit, for a call whose arrival the last step dispatched: it
+ * starts at once, so arriving and starting are one event of the queue.
+ * lose_answer: as eu_world_slot_lose_answer, in effect before the call runs. */
+int eu_world_submit_arrived(eu_world *w, int kind, eu_object *target, const char *method,
+                            char *payload, size_t len, const char *event, int delivery,
+                            int lose_answer);
 /* The answer of the slot's call will be lost (the call still runs): a fault
  * of the drive's own calls. */
 void eu_world_slot_lose_answer(eu_world *w, int slot);

@@ -181,7 +181,7 @@ describe("http", function()
   end)
 
   it("refuses unknown fields, bad methods, headers and bodies", function()
-    assert.are.equal('http: requests[1] has an unknown field "url" (fields: path, method, headers, body)',
+    assert.are.equal('http: requests[1] has an unknown field "url" (fields: path, method, headers, body, at)',
       raised_here(function() sim.http({ { path = "/", url = "http://x/" } }) end))
     assert.are.equal('http: requests[1] has an unknown field "header" (did you mean "headers"?)',
       raised_here(function() sim.http({ { path = "/", header = {} } }) end))
@@ -205,6 +205,23 @@ describe("http", function()
     assert.are.equal('http: unknown option "retry" (did you mean "retries"?)',
       raised_here(function() sim.http({ { path = "/" } }, { retry = 1 }) end))
   end)
+
+  it("keeps a request's arrival time, and none when it arrives at the start", function()
+    local drive = sim.http({ { path = "/a" }, { path = "/b", at = 250 }, { path = "/c", at = 0 } })
+    assert.is_nil(drive.requests[1].at)
+    assert.are.equal(250, drive.requests[2].at)
+    assert.are.equal(0, drive.requests[3].at)
+    assert.are.equal("integer", math.type(drive.requests[2].at))
+  end)
+
+  it("refuses an arrival time that is not a non-negative integer of ms", function()
+    assert.are.equal('http: requests[2].at must be a non-negative integer (ms), got "5"',
+      raised_here(function() sim.http({ { path = "/" }, { path = "/", at = "5" } }) end))
+    assert.are.equal("http: requests[1].at must be a non-negative integer (ms), got -1",
+      raised_here(function() sim.http({ { path = "/", at = -1 } }) end))
+    assert.are.equal("http: requests[1].at must be a non-negative integer (ms), got 1.5",
+      raised_here(function() sim.http({ { path = "/", at = 1.5 } }) end))
+  end)
 end)
 
 describe("rpc", function()
@@ -225,10 +242,16 @@ describe("rpc", function()
   it("refuses calls with missing parts or unknown fields", function()
     assert.are.equal("rpc: calls[1].name must be a non-empty string, got nil",
       raised_here(function() sim.rpc({ { binding = "POOL", method = "size" } }) end))
-    assert.are.equal('rpc: calls[1] has an unknown field "arguments" (fields: binding, name, method, args)',
+    assert.are.equal('rpc: calls[1] has an unknown field "arguments" (fields: binding, name, method, args, at)',
       raised_here(function() sim.rpc({ { binding = "POOL", name = "p", method = "m", arguments = {} } }) end))
     assert.are.equal("rpc: the calls (first argument) must list at least one call",
       raised_here(function() sim.rpc({}) end))
+  end)
+
+  it("keeps a call's arrival time and refuses one that is not a non-negative integer", function()
+    assert.are.equal(40, sim.rpc({ { binding = "POOL", name = "pool", method = "size", at = 40 } }).calls[1].at)
+    assert.are.equal("rpc: calls[1].at must be a non-negative integer (ms), got true",
+      raised_here(function() sim.rpc({ { binding = "POOL", name = "pool", method = "size", at = true } }) end))
   end)
 
   it("refuses methods that RPC cannot reach", function()

@@ -10,6 +10,8 @@ local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
 local LEASES = "scenarios/lease-pool/leases.sim.lua"
 local FIXED = "scenarios/lease-pool/leases.fixed.sim.lua"
 local INJECT = "spec/fixtures/checker/inject.sim.lua"
+local TIE_FAULTS = "spec/fixtures/drive-at/tie_faults.sim.lua"
+local RESEND = "spec/fixtures/checker/resend.sim.lua"
 local NO_BUDGET = " --budget-ms 600000"
 
 local run = process.run
@@ -95,6 +97,54 @@ describe("coverage of fault points", function()
     assert.matches("\n  req%-1 effect #0 %(DO:POOL acquire%) +%d+  rpc%-fail, ambiguous, caller%-crash[;\n]", out)
     assert.matches("\n  req%-1 effect #1 %(DO:POOL acquire%) +%d+  none; never rpc%-fail, ambiguous, caller%-crash, "
       .. "reset %(the run's faults were spent: maxFaultsPerRun%)\n", out)
+  end)
+end)
+
+describe("the reason a report gives for a kind never tried", function()
+  it("is the fault budget only where a run reached the point after spending it", function()
+    local doc = check_json(FIXED .. NO_BUDGET)
+    local retry = find_point(doc.coverage, "req-1 effect #1 (DO:POOL acquire)")
+    assert.are.equal("the run's faults were spent: maxFaultsPerRun", retry.whyUntried)
+    assert.is_nil(find_point(doc.coverage, "req-1 effect #0 (DO:POOL acquire)").whyUntried)
+  end)
+
+  it("is the violation's when it needed no fault: the search never left the 0-fault tree", function()
+    local path = os.tmpname()
+    local out, err, code = check(TIE_FAULTS .. NO_BUDGET .. " --html " .. path)
+    local page = read(path)
+    os.remove(path)
+    assert.are.equal(1, code, out .. err)
+    assert.matches("\nSchedule %(run seed 0:", out)
+    assert.is_nil(page:find("faults were spent", 1, true))
+    assert.is_truthy(page:find('<span class="why">not explored: the violation needed no fault</span>', 1, true))
+    local doc = check_json(TIE_FAULTS .. NO_BUDGET)
+    assert.is_true(#doc.coverage > 0)
+    for _, c in ipairs(doc.coverage) do
+      assert.are.equal("not explored: the violation needed no fault", c.whyUntried)
+    end
+  end)
+end)
+
+describe("the fault kinds a report lists", function()
+  it("leave resend out where the drive has retries = 0, in text, JSON and HTML", function()
+    local out = check(FIXED .. NO_BUDGET)
+    local line = assert(out:match("\nFaults: ([^\n]*)\n"), out)
+    assert.is_nil(line:find("resend", 1, true), line)
+    local doc = check_json(FIXED .. NO_BUDGET)
+    for _, k in ipairs(doc.faultKinds) do assert.are_not.equal("resend", k) end
+    local path = os.tmpname()
+    check(FIXED .. NO_BUDGET .. " --html " .. path)
+    local page = read(path)
+    os.remove(path)
+    local kinds = assert(page:match("Fault kinds in play:</b> ([^<]*)<"), "no fault kinds in the page")
+    assert.is_nil(kinds:find("resend", 1, true), kinds)
+  end)
+
+  it("keep resend where the client may resend", function()
+    local out = check(RESEND .. NO_BUDGET)
+    assert.matches("\nFaults: [^\n]*resend", out)
+    local doc = check_json(RESEND .. NO_BUDGET)
+    assert.is_truthy(table.concat(doc.faultKinds, " "):find("resend", 1, true))
   end)
 end)
 

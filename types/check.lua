@@ -34,14 +34,16 @@ function sim.durableObjectTable(binding, name, table) end
 function sim.durableObject(binding, kv, opts) end
 
 --- Requests to the worker's fetch, as events req-1, req-2, ...; a client
---- with retries resends a request whose answer it lost.
+--- with retries resends a request whose answer it lost. A request arrives
+--- `at` ms of virtual time after the run's start (0 by default).
 ---@param requests eutaxy.check.Request[]
 ---@param opts? { retries?: integer }
 ---@return eutaxy.check.HttpDrive
 function sim.http(requests, opts) end
 
---- Calls to objects' methods, as events call-1, call-2, ...
----@param calls { binding: string, name: string, method: string, args?: any[] }[]
+--- Calls to objects' methods, as events call-1, call-2, ..., each arriving
+--- `at` ms of virtual time after the run's start (0 by default).
+---@param calls { binding: string, name: string, method: string, args?: any[], at?: integer }[]
 ---@param opts? { retries?: integer }
 ---@return eutaxy.check.RpcDrive
 function sim.rpc(calls, opts) end
@@ -179,6 +181,7 @@ function sim.reached(probe, state) end
 ---@field method? string GET by default
 ---@field headers? table<string, string>
 ---@field body? string
+---@field at? integer virtual ms after the run's start at which it arrives (0)
 
 ---@class eutaxy.check.HttpDrive
 ---@field kind "http"
@@ -189,7 +192,7 @@ function sim.reached(probe, state) end
 
 ---@class eutaxy.check.RpcDrive
 ---@field kind "rpc"
----@field calls { binding: string, name: string, method: string, args: any[] }[]
+---@field calls { binding: string, name: string, method: string, args: any[], at: integer }[]
 ---@field retries integer
 ---@field file string
 ---@field line integer
@@ -206,9 +209,13 @@ function sim.reached(probe, state) end
 ---@field line integer
 
 ---@class eutaxy.check.Response
----@field event string "req-1", ...
----@field status integer|nil nil when the answer was lost
----@field body string|nil
+---@field event string "req-1", "call-1", ...
+---@field deliveries integer how many times it was delivered, resends included
+---@field status integer|nil sim.http: the response's status (500 when the request got an error)
+---@field body string|nil sim.http: the response's body (the error's message when it got one)
+---@field value any sim.rpc: what the method returned
+---@field error table|nil the error the last delivery got (name, message, remote, retryable)
+---@field lost true|nil sim.rpc: the last delivery never arrived (nothing ran, no answer)
 
 --- What an invariant sees of a run.
 ---@class eutaxy.check.State

@@ -480,6 +480,7 @@ end
 ---@field method string uppercase, GET by default
 ---@field headers table<string, string>|nil
 ---@field body string|nil
+---@field at integer|nil virtual ms after the run's start at which it arrives (0 by default)
 
 ---@class eutaxy.check.HttpDrive
 ---@field kind "http"
@@ -493,6 +494,7 @@ end
 ---@field name string
 ---@field method string
 ---@field args any[]
+---@field at integer|nil virtual ms after the run's start at which it arrives (0 by default)
 
 ---@class eutaxy.check.RpcDrive
 ---@field kind "rpc"
@@ -501,8 +503,8 @@ end
 ---@field file string
 ---@field line integer
 
-local REQUEST_FIELDS = { "path", "method", "headers", "body" }
-local CALL_FIELDS = { "binding", "name", "method", "args" }
+local REQUEST_FIELDS = { "path", "method", "headers", "body", "at" }
+local CALL_FIELDS = { "binding", "name", "method", "args", "at" }
 local DRIVE_OPTIONS = { "retries" }
 
 local function drive_retries(site, fn, opts)
@@ -511,6 +513,14 @@ local function drive_retries(site, fn, opts)
   check_fields(site, opts, DRIVE_OPTIONS, fn .. ": unknown option %s", "options")
   if opts.retries == nil then return 0 end
   return check_integer(site, opts.retries, 0, fn .. ": opts.retries")
+end
+
+-- When a drive event arrives: ms of virtual time after the run's start.
+local function check_at(site, v, at)
+  if v == nil then return nil end
+  local n = type(v) == "number" and math_tointeger(v) or nil
+  if n == nil or n < 0 then raise(site, "%s.at must be a non-negative integer (ms), got %s", at, got(v)) end
+  return n
 end
 
 local function check_request(site, r, i)
@@ -554,12 +564,12 @@ local function check_request(site, r, i)
   -- in a value) is refused here, where the site is known.
   local ok, err = pcall(http.Request.new, r.path, { method = method, headers = headers, body = r.body })
   if not ok then raise(site, "%s: %s", at, tostring(err)) end
-  return { path = r.path, method = method, headers = headers, body = r.body }
+  return { path = r.path, method = method, headers = headers, body = r.body, at = check_at(site, r.at, at) }
 end
 
---- Drives the worker with HTTP requests, all sent at the start of the run:
---- the i-th is event req-i.
----@param requests { path: string, method?: string, headers?: table<string, string>, body?: string }[]
+--- Drives the worker with HTTP requests, sent at the start of the run or
+--- `at` ms of virtual time after it: the i-th is event req-i.
+---@param requests { path: string, method?: string, headers?: table<string, string>, body?: string, at?: integer }[]
 ---@param opts? { retries?: integer }
 ---@return eutaxy.check.HttpDrive
 function sim.http(requests, opts)
@@ -587,12 +597,12 @@ local function check_call(site, c, i)
     check_array(site, c.args, at .. ".args", "arguments")
     args = clone_value(site, c.args, at .. ".args", {})
   end
-  return { binding = c.binding, name = c.name, method = c.method, args = args }
+  return { binding = c.binding, name = c.name, method = c.method, args = args, at = check_at(site, c.at, at) }
 end
 
---- Drives objects directly with RPC calls, all made at the start of the
---- run: the i-th is event req-i.
----@param calls { binding: string, name: string, method: string, args?: any[] }[]
+--- Drives objects directly with RPC calls, made at the start of the run or
+--- `at` ms of virtual time after it: the i-th is event call-i.
+---@param calls { binding: string, name: string, method: string, args?: any[], at?: integer }[]
 ---@param opts? { retries?: integer }
 ---@return eutaxy.check.RpcDrive
 function sim.rpc(calls, opts)

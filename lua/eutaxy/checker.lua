@@ -142,13 +142,13 @@ local function prepare(scenario, file, dir)
   if scenario.drive.kind == "http" then
     for i, r in ipairs(scenario.drive.requests) do
       local request = http.Request.new(r.path, { method = r.method, headers = r.headers, body = r.body })
-      events[i] = { kind = "fetch", label = "req-" .. i, request = http.to_wire(request) }
+      events[i] = { kind = "fetch", label = "req-" .. i, request = http.to_wire(request), at = r.at }
     end
   else
     for i, c in ipairs(scenario.drive.calls) do
       check_binding(c.binding, "rpc", scenario.drive)
       events[i] = { kind = "rpc", label = "call-" .. i, binding = c.binding, name = c.name, method = c.method,
-                    args = c.args }
+                    args = c.args, at = c.at }
     end
   end
   return {
@@ -430,21 +430,40 @@ local function set_of(list)
   return t
 end
 
+-- Why a point's untried kinds were never tried, when that is known: the
+-- fault budget of the run (maxFaultsPerRun) only where a run reached the
+-- point after spending it. A kind offered only in runs that had no fault to
+-- spend (the 0-fault tree) was kept away by where the search stopped. Kinds
+-- offered with a fault left and not tried get no reason: the search ended
+-- (a violation, the budget, --random) before it tried them.
+local function never_why(c, search)
+  if #c.untried == 0 or #c.closed < #c.untried then return nil end
+  if #c.spent == #c.untried then return "the run's faults were spent: maxFaultsPerRun" end
+  if #c.spent == 0 then
+    if search.maxFaults == 0 then return "not explored: maxFaultsPerRun is 0" end
+    if search.violatedWithoutFault then return "not explored: the violation needed no fault" end
+  end
+  return "never offered while a fault was left"
+end
+
 -- Coverage rows as the reports show them: kinds never tried at a point, and
--- whether the fault budget of the run (maxFaultsPerRun) was why.
-local function coverage_rows(coverage)
+-- why, where that is known (never_why). search: { maxFaults =, violatedWithoutFault = }.
+local function coverage_rows(coverage, search)
   local rows = {}
   for _, c in ipairs(coverage or {}) do
-    local tried, open = set_of(c.tried), set_of(c.open)
-    local untried, closed = {}, {}
+    local tried, open, spent = set_of(c.tried), set_of(c.open), set_of(c.spent)
+    local untried, closed, spent_untried = {}, {}, {}
     for _, k in ipairs(c.kinds) do
       if not tried[k] then
         untried[#untried + 1] = k
         if not open[k] then closed[#closed + 1] = k end
+        if not open[k] and spent[k] then spent_untried[#spent_untried + 1] = k end
       end
     end
-    rows[#rows + 1] = { point = c.point, reached = c.reached, kinds = c.kinds, tried = c.tried,
-                        untried = untried, closed = closed }
+    local row = { point = c.point, reached = c.reached, kinds = c.kinds, tried = c.tried,
+                  untried = untried, closed = closed, spent = spent_untried }
+    row.why = never_why(row, search)
+    rows[#rows + 1] = row
   end
   table.sort(rows, function(a, b) return natural_less(a.point, b.point) end)
   return rows
@@ -463,7 +482,7 @@ local function coverage_text(put, rows)
       #c.tried > 0 and table.concat(c.tried, ", ") or "none")
     if #c.untried > 0 then
       line = line .. "; never " .. table.concat(c.untried, ", ")
-      if #c.closed == #c.untried then line = line .. " (the run's faults were spent: maxFaultsPerRun)" end
+      if c.why then line = line .. " (" .. c.why .. ")" end
     end
     put(line)
   end
@@ -498,8 +517,11 @@ local function report_text(r)
     put("Trace:")
     for _, l in ipairs(r.trace) do put("  " .. l) end
     put()
-    put(string.format("Found after %s%s in %d ms; shrunk in %s.", plural(r.schedules, "schedule"),
-      r.byFaults, r.elapsedMs, plural(r.shrinkRuns, "run")))
+    -- a replay's stdout is the same bytes every time: its wall time goes to stderr
+    if not r.replayed then
+      put(string.format("Found after %s%s in %d ms; shrunk in %s.", plural(r.schedules, "schedule"),
+        r.byFaults, r.elapsedMs, plural(r.shrinkRuns, "run")))
+    end
     put("Replay: " .. r.replay)
   elseif r.verdict == "BOUNDED" then
     put()
@@ -553,11 +575,16 @@ local function run_check(o)
     if inv.kind == "sometimes" then scenario.probes[#scenario.probes + 1] = inv end
   end
   local reached = {}
+  -- A client with no retries never resends: resend is no kind in play there.
+  local kinds = {}
+  for _, k in ipairs(scenario.faults or sim.FAULT_KINDS) do
+    if k ~= "resend" or scenario.drive.retries > 0 then kinds[#kinds + 1] = k end
+  end
   local opts = {
     entry = p.entry, projectdir = p.projectdir, libdir = config.libdir(), bindings = p.bindings, seed = p.seed,
     events = p.events, retries = scenario.drive.retries, maxConcurrent = b.maxConcurrentInvocations,
     maxRedeliveries = b.maxRedeliveries, maxFaults = b.maxFaultsPerRun, maxEvents = b.maxEventsPerRun,
-    budgetMs = o.budget or b.budgetMs, faults = scenario.faults or sim.FAULT_KINDS,
+    budgetMs = o.budget or b.budgetMs, faults = kinds,
     setup = setup_fn(scenario), check = protect(check_run, scenario, reached),
     turn = (#scenario.always > 0 or #scenario.probes > 0) and protect(check_turn, scenario, reached) or nil,
     always = #scenario.always, probes = #scenario.probes,
@@ -568,7 +595,7 @@ local function run_check(o)
   for _, s in ipairs(scenario.setup) do caps[s.binding] = s.alarmsPerObject end
   local r = { scenario = scenario.name, seed = scenario.seed, file = o.file, bounds = bounds_line(scenario, opts.budgetMs),
               faultKinds = #opts.faults > 0 and table.concat(opts.faults, ", ") or "none",
-              faultKindsList = scenario.faults or sim.FAULT_KINDS,
+              faultKindsList = kinds,
               boundsTable = { maxFaultsPerRun = b.maxFaultsPerRun, maxRedeliveries = b.maxRedeliveries,
                               maxConcurrentInvocations = b.maxConcurrentInvocations, budgetMs = opts.budgetMs,
                               maxEventsPerRun = b.maxEventsPerRun, alarmsPerObject = caps } }
@@ -607,12 +634,15 @@ local function run_check(o)
   r.schedules, r.byFaults, r.elapsedMs, r.shrinkRuns = total(result.counted), by_faults(result.counted),
     result.elapsedMs, result.shrinkRuns or 0
   r.runs, r.turnChecks = result.runs, result.turnChecks or 0
-  r.coverage = coverage_rows(result.coverage)
+  -- a violation's schedule string starts with the fault cap of the tree it was found in
+  r.coverage = coverage_rows(result.coverage, { maxFaults = b.maxFaultsPerRun,
+    violatedWithoutFault = result.verdict == "VIOLATED" and (result.schedule or ""):match("^0:") ~= nil })
   r.faultsTried, r.faultsByKind = result.faultsTried or 0, result.faultsByKind or {}
   r.byFaultsList = {}
   for i, n in ipairs(result.counted) do
     if n > 0 then r.byFaultsList[#r.byFaultsList + 1] = { faults = i - 1, schedules = n } end
   end
+  r.replayed = o.replay ~= nil
   if o.replay and result.verdict == "BOUNDED" then r.verdict = "HOLDS" end
   if result.schedule then
     r.schedule = result.schedule
@@ -672,7 +702,7 @@ local function coverage_json(rows)
   local list = {}
   for i, c in ipairs(rows) do
     list[i] = { point = c.point, reached = c.reached, kinds = json.array(c.kinds), tried = json.array(c.tried),
-                untried = json.array(c.untried) }
+                untried = json.array(c.untried), whyUntried = c.why }
   end
   return list
 end
@@ -731,6 +761,7 @@ function checker.main(argv)
     io.stdout:write(string.format("%s  %s\n", r.verdict, r.scenario))
   elseif o.replay then
     io.stdout:write(report_replay(r))
+    if r.elapsedMs then io.stderr:write(string.format("eutaxy check: replayed %s in %d ms\n", r.schedule, r.elapsedMs)) end
   else
     io.stdout:write(report_text(r))
   end

@@ -219,9 +219,7 @@ local function coverage_table(rows)
     .. '<th>kinds tried</th><th>kinds never tried</th></tr></thead><tbody>' }
   for _, c in ipairs(rows) do
     local never = kinds_html(c.untried, "untried")
-    if #c.untried > 0 and #c.closed == #c.untried then
-      never = never .. ' <span class="why">the run\'s faults were spent (maxFaultsPerRun)</span>'
-    end
+    if c.why then never = never .. ' <span class="why">' .. esc(c.why) .. "</span>" end
     out[#out + 1] = string.format('<tr%s><td class="point">%s</td><td class="num">%d</td><td>%s</td><td>%s</td></tr>',
       #c.untried > 0 and ' class="gap"' or "", esc(c.point), c.reached, kinds_html(c.tried, "tried"), never)
   end
