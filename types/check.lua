@@ -215,7 +215,7 @@ function sim.reached(probe, state) end
 ---@field body string|nil sim.http: the response's body (the error's message when it got one)
 ---@field value any sim.rpc: what the method returned
 ---@field error table|nil the error the last delivery got (name, message, remote, retryable)
----@field lost true|nil sim.rpc: the last delivery never arrived (nothing ran, no answer)
+---@field lost true|nil sim.rpc: the last delivery never arrived (nothing ran); sim.http: the client went away before the answer
 
 --- What an invariant sees of a run.
 ---@class eutaxy.check.State
