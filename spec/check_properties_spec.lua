@@ -4,41 +4,15 @@
 -- wrote and stops the run at the first that breaks it; a sometimes never
 -- reached makes the verdict INCONCLUSIVE, whatever the number of workers.
 -- Budgets are lifted so a slow machine changes no verdict.
-local process = dofile("spec/helpers/process.lua")
-local cjson = require "cjson"
+local C = dofile("spec/helpers/check.lua")
 
-local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
 local LOCKS = "scenarios/lock-check/locks.sim.lua"
 local PROPS = "spec/fixtures/properties/"
-local NO_BUDGET = " --budget-ms 600000"
+local NO_BUDGET = C.NO_BUDGET
 
-local function check(args)
-  return process.run(bin .. " check " .. args .. NO_BUDGET)
-end
-
-local function check_json(args)
-  local out, err, code = check(args .. " --json")
-  local ok, doc = pcall(cjson.decode, out)
-  assert(ok, "not one JSON document: " .. out .. err)
-  return doc, code, err
-end
-
-local function lines(s)
-  local t = {}
-  for l in s:gmatch("([^\n]*)\n") do t[#t + 1] = l end
-  return t
-end
-
-local function has_line(s, line)
-  for _, l in ipairs(lines(s)) do
-    if l == line then return true end
-  end
-  return false
-end
-
-local function trace_section(report)
-  return assert(report:match("\nTrace:\n(.-\n)\n"), "no trace in:\n" .. report)
-end
+local function check(args) return C.run(args .. NO_BUDGET) end
+local function check_json(args) return C.json(args .. NO_BUDGET) end
+local lines, has_line, trace_section = C.lines, C.has_line, C.trace_section
 
 describe("sim.always", function()
   describe("on the check-then-act lock", function()

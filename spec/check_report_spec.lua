@@ -3,7 +3,7 @@
 -- the HTML page (--html) and the live progress line on a terminal. The
 -- browser's view of the page is in html_browser_spec.lua.
 local process = dofile("spec/helpers/process.lua")
-local cjson = require "cjson"
+local C = dofile("spec/helpers/check.lua")
 local report_html = require "eutaxy.report_html"
 
 local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
@@ -16,14 +16,7 @@ local NO_BUDGET = " --budget-ms 600000"
 
 local run = process.run
 
-local function check(args) return run(bin .. " check " .. args) end
-
-local function check_json(args)
-  local out, err, code = check(args .. " --json")
-  local ok, doc = pcall(cjson.decode, out)
-  assert(ok, "not one JSON document: " .. out .. err)
-  return doc, code
-end
+local check, check_json = C.run, C.json
 
 local read = process.read
 
@@ -33,11 +26,7 @@ local function count(s, pattern)
   return n
 end
 
-local function find_point(coverage, name)
-  for _, c in ipairs(coverage) do
-    if c.point == name then return c end
-  end
-end
+local find_point = C.find_point
 
 describe("coverage of fault points", function()
   local doc, code = check_json(FIXED .. NO_BUDGET)

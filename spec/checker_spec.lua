@@ -2,44 +2,15 @@
 -- scenarios and on spec/fixtures/checker/, its reports, JSON, exit codes and
 -- options. Every run that counts schedules gets a budget it cannot reach, so
 -- a slow machine (or a sanitizer build) changes no verdict.
-local process = dofile("spec/helpers/process.lua")
-local cjson = require "cjson"
 
-local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
 local LEASES = "scenarios/lease-pool/leases.sim.lua"
 local FIXED = "scenarios/lease-pool/leases.fixed.sim.lua"
 local FIX = "spec/fixtures/checker/"
 local NO_BUDGET = " --budget-ms 600000"
 
--- Runs `eutaxy check ARGS`; returns stdout, stderr and the exit code.
-local function check(args)
-  return process.run(bin .. " check " .. args)
-end
-
-local function check_json(args)
-  local out, err, code = check(args .. " --json")
-  local ok, doc = pcall(cjson.decode, out)
-  assert(ok, "not one JSON document: " .. out .. err)
-  return doc, code, err
-end
-
-local function lines(s)
-  local t = {}
-  for l in s:gmatch("([^\n]*)\n") do t[#t + 1] = l end
-  return t
-end
-
-local function has_line(s, line)
-  for _, l in ipairs(lines(s)) do
-    if l == line then return true end
-  end
-  return false
-end
-
--- The report's "Trace:" section, up to the blank line after it.
-local function trace_section(report)
-  return assert(report:match("\nTrace:\n(.-\n)\n"), "no trace in:\n" .. report)
-end
+local C = dofile("spec/helpers/check.lua")
+local check, check_json = C.run, C.json
+local lines, has_line, trace_section = C.lines, C.has_line, C.trace_section
 
 local function sum_by_faults(counts)
   local n = 0

@@ -2,22 +2,11 @@
 -- time, as an event of the world's queue. Runs the real binary on the
 -- scenarios in spec/fixtures/drive-at/ (their worker keeps a log of what
 -- happened when, and answers a read with the log so far).
-local process = dofile("spec/helpers/process.lua")
-local cjson = require "cjson"
+local C = dofile("spec/helpers/check.lua")
 
 local FIX = "spec/fixtures/drive-at/"
-local NO_BUDGET = " --budget-ms 600000"
-
-local function check(args)
-  return process.run(process.bin .. " check " .. args)
-end
-
-local function check_json(args)
-  local out, err, code = check(args .. " --json")
-  local ok, doc = pcall(cjson.decode, out)
-  assert(ok, "not one JSON document: " .. out .. err)
-  return doc, code
-end
+local NO_BUDGET = C.NO_BUDGET
+local check, check_json = C.run, C.json
 
 -- The line of the trace that contains text (plain), and its position.
 local function find_line(trace, text)

@@ -2,30 +2,12 @@
 -- yield point, and ends a worker's request whose client goes away while it
 -- waits: the fixtures in spec/fixtures/reset-waiting/ and the undo-reset
 -- example, through the real binary.
-local process = dofile("spec/helpers/process.lua")
+local C = dofile("spec/helpers/check.lua")
 local cjson = require "cjson"
 
-local bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
 local FIX = "spec/fixtures/reset-waiting/"
-local NO_BUDGET = " --budget-ms 600000"
-
-local function check(args)
-  return process.run(bin .. " check " .. args)
-end
-
-local function check_json(args)
-  local out, err, code = check(args .. " --json")
-  local ok, doc = pcall(cjson.decode, out)
-  assert(ok, "not one JSON document: " .. out .. err)
-  return doc, code
-end
-
-local function find_point(coverage, name)
-  for _, c in ipairs(coverage) do
-    if c.point == name then return c end
-  end
-  error("no coverage point " .. name)
-end
+local NO_BUDGET = C.NO_BUDGET
+local check, check_json, find_point = C.run, C.json, C.find_point
 
 describe("a reset while an object waits", function()
   it("ends the object's invocation with a retryable error, as the README promises", function()
