@@ -2,13 +2,13 @@
 -- scenarios and on spec/fixtures/checker/, its reports, JSON, exit codes and
 -- options. Every run that counts schedules gets a budget it cannot reach, so
 -- a slow machine (or a sanitizer build) changes no verdict.
+local C = dofile("spec/helpers/check.lua")
 
 local LEASES = "scenarios/lease-pool/leases.sim.lua"
 local FIXED = "scenarios/lease-pool/leases.fixed.sim.lua"
 local FIX = "spec/fixtures/checker/"
 local NO_BUDGET = " --budget-ms 600000"
 
-local C = dofile("spec/helpers/check.lua")
 local check, check_json = C.run, C.json
 local lines, has_line, trace_section = C.lines, C.has_line, C.trace_section
 
