@@ -1145,7 +1145,30 @@ static void strike_waiting(eu_world *w, eu_task *t) {
   free_task(w, t);
 }
 
+static void turn(eu_world *w, eu_task *t, int nargs);
+static int busy(eu_world *w, eu_object *o);
+
+/* A turn, and after it, if the invocation ended while others of its object
+ * still wait at yield points, the choice of a reset there: their wait goes
+ * on past this turn's commit. (An invocation that yields is struck at its
+ * own yield; one that ends with none left waiting, before the next call.) */
 static void run_turn(eu_world *w, eu_task *t, int nargs) {
+  eu_object *o = t->obj;
+  int64_t id = t->id;
+  char label[EU_LABEL + 120];
+  label[0] = '\0';
+  if (o->ns >= 0 && (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET))) {
+    char who[EU_LABEL];
+    if (t->kind == EU_TASK_ALARM) snprintf(who, sizeof who, "%s", t->label);
+    else fault_label(w, who, sizeof who, t->root, t->effect, o->ns, t->method);
+    snprintf(label, sizeof label, "%.120s ended while %.60s waits", who, o->tag);
+  }
+  turn(w, t, nargs);
+  if (!label[0] || w->stopped || find_task(w, id) || !o->iso || !busy(w, o)) return;
+  if (fault_on(w, EU_FAULT_BIT(EU_FAULT_RESET), label, o->tag) == EU_FAULT_RESET) eu_world_reset(w, o);
+}
+
+static void turn(eu_world *w, eu_task *t, int nargs) {
   lua_State *co = t->co;
   eu_object *o = t->obj;
   int status, nres = 0;

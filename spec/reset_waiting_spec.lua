@@ -44,6 +44,13 @@ describe("a reset while an object waits", function()
     assert.are.equal(doc.counts.schedules, p.reached)
   end)
 
+  it("may strike after another invocation of the object ended, while the first still waits", function()
+    local doc, code = check_json(FIX .. "busy.sim.lua" .. NO_BUDGET)
+    assert.are.equal(0, code)
+    local p = find_point(doc.coverage, "req-2 effect #0 (DO:FRONT quick) ended while DO:FRONT(f) waits")
+    assert.are.same({ "reset" }, p.tried)
+  end)
+
   it("is drawn in the HTML diagram on the lifeline of the object it resets", function()
     local html = os.tmpname()
     local _, _, code = check(FIX .. "relay.sim.lua --html " .. html .. NO_BUDGET)
