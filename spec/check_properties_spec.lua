@@ -44,7 +44,15 @@ describe("sim.always", function()
       assert.are.equal(out:match("\n  broken after [^\n]*\n"), again:match("\n  broken after [^\n]*\n"))
     end)
 
+    -- Under valgrind (EUTAXY_VALGRIND, see CMakeLists.txt) the whole tree takes
+    -- minutes: 40 random schedules of it, none violated, INCONCLUSIVE.
     it("is missed by the end-state invariant alone: BOUNDED", function()
+      if os.getenv("EUTAXY_VALGRIND") then
+        local end_out, end_err, end_code = check(PROPS .. "locks_end_only.sim.lua --quiet --random 40 --seed 1")
+        assert.are.equal(3, end_code, end_out .. end_err)
+        assert.are.equal("INCONCLUSIVE  locks-end-only\n", end_out)
+        return
+      end
       local end_out, end_err, end_code = check(PROPS .. "locks_end_only.sim.lua --quiet")
       assert.are.equal(0, end_code, end_out .. end_err)
       assert.are.equal("BOUNDED  locks-end-only\n", end_out)
