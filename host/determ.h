@@ -35,6 +35,9 @@ typedef struct eu_determ_hooks {
 
 /* Installs the replacements in L's globals. hooks must outlive L. */
 int eu_determ_open(lua_State *L, const eu_determ_hooks *hooks);
+/* The registry key of next's cache of a table's sorted keys: a cache, which
+ * changes no result, so heapprint.h leaves it out. */
+const void *eu_determ_cache_key(void);
 
 /* What next and pairs charge their work to (sandbox.h's meter), for every
  * state of the process; NULL, the default, charges nothing. next keeps the

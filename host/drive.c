@@ -85,6 +85,7 @@ enum { EU_AHEAD = 0, EU_WAITING, EU_ADMITTED };
 static int admit(eu_world *w, const eu_drive *d, int i, int now, eu_drive_answer *answers,
                  int *slots, int *state, int *inflight, int *left, char *err, size_t errlen) {
   int rc;
+  eu_world_touch(w, EU_RES_DRIVE, 1);
   state[i] = EU_ADMITTED;
   (*left)--;
   answers[i].deliveries = 1;
@@ -133,6 +134,7 @@ int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *
       rc = stepped;
       goto done;
     }
+    if (eu_world_stopped(w)) break;
     if ((arrived = eu_world_arrived(w)) >= 0 && arrived < d->n && state[arrived] == EU_AHEAD) {
       /* Nothing that arrived earlier is waiting while there is room: the
        * admissions above took it. */
@@ -141,6 +143,7 @@ int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *
         if (rc < 0) goto done;
       } else {
         state[arrived] = EU_WAITING;
+        eu_world_touch(w, EU_RES_DRIVE, 1);
         eu_world_log(w, "%s  arrives; waits while %d %s in flight (maxConcurrentInvocations)",
                      d->events[arrived].label, inflight, inflight == 1 ? "is" : "are");
       }
@@ -150,6 +153,7 @@ int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *
       size_t len;
       int kind, again = 0;
       if (!slots[i] || !eu_world_slot_done(w, slots[i])) continue;
+      eu_world_touch(w, EU_RES_DRIVE, 1);
       eu_world_slot_take(w, slots[i], &data, &len);
       slots[i] = 0;
       kind = classify(w, data, len);

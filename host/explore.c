@@ -38,19 +38,23 @@ int64_t eu_monotonic_ms(void) {
 
 /* ---- choice sequences ------------------------------------------------- */
 
-static int choices_push(eu_choices *ch, int c, int n) {
+static int choices_push(eu_choices *ch, int c, int n, int kind) {
   if (ch->len == ch->cap) {
     int cap = ch->cap ? ch->cap * 2 : 64;
-    unsigned char *a = realloc(ch->c, (size_t)cap), *b;
+    unsigned char *a = realloc(ch->c, (size_t)cap), *b, *k;
     if (!a) return EU_ENOMEM;
     ch->c = a;
     b = realloc(ch->n, (size_t)cap);
     if (!b) return EU_ENOMEM;
     ch->n = b;
+    k = realloc(ch->k, (size_t)cap);
+    if (!k) return EU_ENOMEM;
+    ch->k = k;
     ch->cap = cap;
   }
   ch->c[ch->len] = (unsigned char)c;
   ch->n[ch->len] = (unsigned char)n;
+  ch->k[ch->len] = (unsigned char)(kind == EU_CHOICE_ORDER);
   ch->len++;
   return EU_OK;
 }
@@ -58,6 +62,7 @@ static int choices_push(eu_choices *ch, int c, int n) {
 static void choices_free(eu_choices *ch) {
   free(ch->c);
   free(ch->n);
+  free(ch->k);
   memset(ch, 0, sizeof *ch);
 }
 
@@ -65,7 +70,8 @@ static int choices_copy(eu_choices *dst, const eu_choices *src) {
   int i;
   dst->len = 0;
   for (i = 0; i < src->len; i++)
-    if (choices_push(dst, src->c[i], src->n[i]) != EU_OK) return EU_ENOMEM;
+    if (choices_push(dst, src->c[i], src->n[i], src->k[i] ? EU_CHOICE_ORDER : EU_CHOICE_FAULT) != EU_OK)
+      return EU_ENOMEM;
   return EU_OK;
 }
 
@@ -81,12 +87,30 @@ void eu_chooser_init(eu_chooser *c, int mode, uint64_t seed) {
 void eu_chooser_free(eu_chooser *c) {
   choices_free(&c->path);
   choices_free(&c->prefix);
+  eu_reducer_free(c->red);
+  c->red = NULL;
 }
 
 void eu_chooser_begin(eu_chooser *c, eu_world *w) {
   c->path.len = 0;
-  c->out_of_shard = c->mismatch = c->past_end = 0;
+  c->out_of_shard = c->mismatch = c->past_end = c->blocked = 0;
   c->world = w;
+  if (c->red) eu_reducer_begin_run(c->red);
+}
+
+int eu_chooser_step(void *ud, const eu_tie *ties, int n, int64_t at) {
+  eu_chooser *c = ud;
+  if (!c->red || c->out_of_shard) return 0;
+  if (eu_reducer_step(c->red, ties, n, at, c->path.len)) {
+    c->blocked = 1;
+    return 1;
+  }
+  return 0;
+}
+
+void eu_chooser_step_end(void *ud, const eu_fp *fp) {
+  eu_chooser *c = ud;
+  if (c->red) eu_reducer_step_end(c->red, fp);
 }
 
 static uint64_t shard_hash(const eu_choices *p, int depth) {
@@ -109,7 +133,19 @@ int eu_chooser_choose(void *ud, int kind, int n, const char *label) {
   (void)label;
   if (n > EU_MAX_ARITY) n = EU_MAX_ARITY;  /* further ties wait for the next decision */
   if (c->out_of_shard) return 0;
-  if (i < c->prefix.len) {
+  if (c->red && kind == EU_CHOICE_ORDER && c->mode == EU_MODE_DFS) {
+    int blocked = 0, replay = i < c->prefix.len ? c->prefix.c[i] : -1;
+    if (replay >= n) {
+      c->mismatch = 1;
+      replay = 0;
+    }
+    pick = eu_reducer_choose(c->red, replay, &blocked);
+    if (blocked) {
+      c->blocked = 1;
+      if (c->world) eu_world_stop(c->world);
+      return 0;
+    }
+  } else if (i < c->prefix.len) {
     pick = c->prefix.c[i];
     if (pick >= n) {
       c->mismatch = 1;  /* the tree changed under a replayed schedule */
@@ -123,7 +159,7 @@ int eu_chooser_choose(void *ud, int kind, int n, const char *label) {
   } else {
     pick = 0;
   }
-  if (choices_push(&c->path, pick, n) != EU_OK) {
+  if (choices_push(&c->path, pick, n, kind) != EU_OK) {
     c->mismatch = 1;
     if (c->world) eu_world_stop(c->world);
     return 0;
@@ -137,6 +173,15 @@ int eu_chooser_choose(void *ud, int kind, int n, const char *label) {
 
 int eu_chooser_backtrack(eu_chooser *c) {
   int i = c->path.len - 1;
+  if (c->red) {
+    int branch = 0;
+    i = eu_reducer_backtrack(c->red, c->path.k, c->path.n, c->path.c, c->path.len, &branch);
+    if (i < 0) return 0;
+    if (choices_copy(&c->prefix, &c->path) != EU_OK) return 0;
+    c->prefix.len = i + 1;
+    c->prefix.c[i] = (unsigned char)branch;
+    return 1;
+  }
   while (i >= 0 && c->path.c[i] + 1 >= c->path.n[i]) i--;
   if (i < 0) return 0;
   if (choices_copy(&c->prefix, &c->path) != EU_OK) return 0;
@@ -197,7 +242,7 @@ int eu_schedule_parse(const char *s, int *fault_cap, uint64_t *events, eu_choice
     q = strchr(digits, *p);
     if (!q || !*p)
       return eu_err(err, errlen, EU_ECORRUPT, "schedule \"%.60s\": '%c' is not a decision (0-9, a-z, A-Z)", s, *p);
-    if (choices_push(ch, (int)(q - digits), EU_MAX_ARITY) != EU_OK)
+    if (choices_push(ch, (int)(q - digits), EU_MAX_ARITY, EU_CHOICE_FAULT) != EU_OK)
       return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   }
   return EU_OK;
@@ -282,6 +327,12 @@ static int search_dfs(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t er
     eu_chooser_init(&c, EU_MODE_DFS, 0);
     c.shard_k = s->shard_k;
     c.shard_n = s->shard_n;
+    /* A shard's first decisions are shared with other shards, whose runs it
+     * never sees: they branch every way, and reduction starts below them. */
+    if (s->reduce && eu_reducer_new(&c.red, s->shard_n > 1 ? EU_SHARD_DEPTH : 0) != EU_OK) {
+      eu_chooser_free(&c);
+      return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    }
     do {
       int faults = 0, v;
       if (expired(s)) {
@@ -296,6 +347,14 @@ static int search_dfs(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t er
         return v;
       }
       if (c.out_of_shard || !eu_chooser_in_shard(&c)) continue;
+      if (c.blocked) {
+        s->blocked++;
+        continue;
+      }
+      if (c.red && v != 1 && eu_reducer_end_run(c.red) != EU_OK) {
+        eu_chooser_free(&c);
+        return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+      }
       /* A run with fewer faults than the cap was checked at its own count. */
       if (faults < cap && cap > s->min_faults) continue;
       count(s, ud, faults);
@@ -305,6 +364,7 @@ static int search_dfs(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t er
         return rc;
       }
     } while (eu_chooser_backtrack(&c));
+    if (c.red) s->races += eu_reducer_races(c.red);
     eu_chooser_free(&c);
   }
   s->verdict = EU_BOUNDED;
@@ -396,6 +456,7 @@ int eu_search_shrink(eu_search *s, eu_run_fn fn, void *ud, long *runs, char *err
     t.events = s->events & ~bit;
     t.max_faults = s->faults;
     t.deadline_ms = s->deadline_ms;
+    t.reduce = s->reduce;
     rc = eu_search_run(&t, fn, ud, err, errlen);
     *runs += t.runs;
     if (rc < 0) return rc;
@@ -413,7 +474,7 @@ int eu_search_shrink(eu_search *s, eu_run_fn fn, void *ud, long *runs, char *err
 /* What a worker sends back: fixed fields, then the schedule. */
 typedef struct wire_result {
   int rc, verdict, faults;
-  long runs, counted[16], faults_tried;
+  long runs, counted[16], faults_tried, blocked, races;
   uint64_t notes_len;     /* bytes of the run function's notes that follow */
   char schedule[4096];
   char err[EU_ERRLEN];
@@ -525,6 +586,8 @@ int eu_search_parallel(eu_search *s, int jobs, eu_run_fn fn, void *ud, char *err
       w.verdict = t.verdict;
       w.faults = t.faults;
       w.runs = t.runs;
+      w.blocked = t.blocked;
+      w.races = t.races;
       memcpy(w.counted, t.counted, sizeof w.counted);
       memcpy(w.schedule, t.schedule, sizeof w.schedule);
       w.faults_tried = t.faults_tried;
@@ -556,6 +619,8 @@ int eu_search_parallel(eu_search *s, int jobs, eu_run_fn fn, void *ud, char *err
       eu_err(err, errlen, rc, "%s", r[j].err);
     }
     s->runs += r[j].runs;
+    s->blocked += r[j].blocked;
+    s->races += r[j].races;
     s->faults_tried += r[j].faults_tried;
     for (i = 0; i < 16; i++) s->counted[i] += r[j].counted[i];
     if (r[j].verdict == EU_VIOLATED && (best < 0 || r[j].faults < r[best].faults)) best = j;

@@ -25,6 +25,7 @@
 
 #include "buf.h"
 #include "prng.h"
+#include "reduce.h"
 
 typedef struct eu_world eu_world;
 
@@ -36,6 +37,7 @@ enum { EU_MODE_DFS = 0, EU_MODE_RANDOM, EU_MODE_REPLAY };
 
 typedef struct eu_choices {
   unsigned char *c, *n;   /* the branch taken, and how many there were */
+  unsigned char *k;       /* 1 for an order decision, 0 for a fault */
   int len, cap;
 } eu_choices;
 
@@ -49,6 +51,8 @@ typedef struct eu_chooser {
   int mismatch;           /* replay: the schedule does not fit the scenario */
   int past_end;           /* replay: the run wanted more decisions than recorded */
   eu_world *world;        /* the run's world, stopped when the run leaves the shard */
+  eu_reducer *red;        /* dfs with partial-order reduction (reduce.h), or NULL */
+  int blocked;            /* the reducer stopped the run: every way on was covered */
 } eu_chooser;
 
 void eu_chooser_init(eu_chooser *c, int mode, uint64_t seed);
@@ -57,6 +61,9 @@ void eu_chooser_free(eu_chooser *c);
 void eu_chooser_begin(eu_chooser *c, eu_world *w);
 /* The world's eu_choose_fn. */
 int eu_chooser_choose(void *ud, int kind, int n, const char *label);
+/* The world's on_step and on_step_end, for a chooser with a reducer. */
+int eu_chooser_step(void *ud, const eu_tie *ties, int n, int64_t at);
+void eu_chooser_step_end(void *ud, const eu_fp *fp);
 /* After a dfs run: moves the prefix to the next branch; 0 when the tree is done. */
 int eu_chooser_backtrack(eu_chooser *c);
 /* Whether the finished run belongs to this shard. */
@@ -84,6 +91,7 @@ typedef struct eu_search {
   uint64_t random_seed;
   int shard_k, shard_n;
   const char *replay;     /* replay mode */
+  int reduce;             /* dfs: partial-order reduction (reduce.h) */
   int min_faults;         /* start the fault count here (shrinking reuses what it knows) */
   /* The run function's owner may keep what it notes of each run (coverage):
    * on_counted says the run just done counts as a schedule; a parallel worker
@@ -103,6 +111,8 @@ typedef struct eu_search {
   long runs;              /* runs executed, skipped duplicates included */
   long counted[16];       /* distinct schedules checked, by fault count (last: more) */
   long faults_tried;      /* faults injected over the counted schedules */
+  long blocked;           /* runs the reduction stopped: covered by others */
+  long races;             /* races it reversed */
   char schedule[4096];    /* the violating schedule */
   int faults;             /* its fault count */
 } eu_search;

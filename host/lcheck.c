@@ -710,6 +710,9 @@ static void check_turn(void *ud, eu_world *w, const char *object, const char *ta
   if (eu_world_stopped(w) || x->broke_ref != LUA_NOREF || x->turn_err[0]) return;
   if (x->nalways == 0 && (!x->probing || x->nreached == x->nprobes)) return;
   if (x->covering) x->turn_checks++;
+  /* What the properties read is read by this step (reduce.h): the objects
+   * through w:exec, the answers so far here. */
+  eu_world_touch(w, EU_RES_DRIVE, 0);
   a.x = x;
   a.w = w;
   a.object = object;
@@ -876,6 +879,11 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
     o.on_commit = check_turn;
     o.on_commit_ud = x;
   }
+  if (ch->red) {
+    o.on_step = eu_chooser_step;
+    o.on_step_end = eu_chooser_step_end;
+    o.step_ud = ch;
+  }
   x->run_cap = cap;
   forget_run(x);
   ooms = eu_faultsim_ooms();
@@ -890,6 +898,7 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   x->run_answers = answers;
   x->run_events = events;
   rc = eu_drive_run(w, &d, answers, &settled, err, errlen);
+  eu_world_end_step(w);
   if (rc >= 0 && x->turn_err[0]) rc = eu_err(err, errlen, EU_ELUA, "%s", x->turn_err);
   else if (rc >= 0 && x->broke_ref != LUA_NOREF) rc = broken(x);
   else if (rc >= 0 && !eu_world_stopped(w)) rc = evaluate(x, w, answers, events, settled, err, errlen);
@@ -941,7 +950,7 @@ static int run_once(void *ud, eu_chooser *ch, uint64_t events, int cap, int *fau
   if (!x->determinism) return run_world(x, ch, events, cap, faults, x->keep, err, errlen);
   /* Once with a trace, then the same decisions again: any difference is the host's bug. */
   v1 = run_world(x, ch, events, cap, faults, 1, err, errlen);
-  if (v1 < 0 || ch->out_of_shard) return v1;
+  if (v1 < 0 || ch->out_of_shard || ch->blocked) return v1;
   trace1 = x->trace;
   faults1 = x->faults;
   eu_buf_init(&x->trace);
@@ -949,7 +958,7 @@ static int run_once(void *ud, eu_chooser *ch, uint64_t events, int cap, int *fau
   eu_chooser_init(&again, EU_MODE_REPLAY, 0);
   again.prefix = ch->path;
   v2 = run_world(x, &again, events, cap, &f2, 1, err, errlen);
-  again.prefix.c = again.prefix.n = NULL;  /* borrowed from ch */
+  again.prefix.c = again.prefix.n = again.prefix.k = NULL;  /* borrowed from ch */
   again.prefix.len = again.prefix.cap = 0;
   if (v2 >= 0 && (v1 != v2 || f2 != *faults || again.mismatch || again.path.len != ch->path.len ||
                   trace1.n != x->trace.n || memcmp(trace1.p, x->trace.p, trace1.n) != 0 ||
@@ -1044,6 +1053,9 @@ static int l_explore(lua_State *L) {
   s.shard_k = (int)opt_int(L, 1, "shardK", 0);
   s.shard_n = (int)opt_int(L, 1, "shardN", 1);
   s.replay = opt_str(L, 1, "replay");
+  lua_getfield(L, 1, "reduction");
+  s.reduce = s.mode == EU_MODE_DFS && (lua_isnil(L, -1) || lua_toboolean(L, -1));
+  lua_pop(L, 1);
   if (s.mode == EU_MODE_REPLAY && !s.replay) return luaL_error(L, "core.explore: replay needs a schedule");
   jobs = (int)opt_int(L, 1, "jobs", 1);
   s.on_counted = keep_run;
@@ -1101,6 +1113,12 @@ static int l_explore(lua_State *L) {
   lua_setfield(L, -2, "reached");
   lua_pushinteger(L, x->turn_checks);
   lua_setfield(L, -2, "turnChecks");
+  lua_pushboolean(L, s.reduce);
+  lua_setfield(L, -2, "reduction");
+  lua_pushinteger(L, s.blocked);
+  lua_setfield(L, -2, "blocked");
+  lua_pushinteger(L, s.races);
+  lua_setfield(L, -2, "races");
   if (s.verdict == EU_VIOLATED || s.mode == EU_MODE_REPLAY) {
     lua_pushstring(L, s.schedule);
     lua_setfield(L, -2, "schedule");

@@ -434,6 +434,7 @@ static int w_exec(lua_State *L) {
   int n = lua_gettop(L) - 4;
   if (!s) return luaL_error(L, "%s", err);
   if (eu_store_in_turn(s)) return luaL_error(L, "the object is in the middle of a turn");
+  eu_world_observe(lw->w, o);
   eu_lstore_push(L, s);
   lua_getfield(L, -1, "exec");
   lua_remove(L, -2);

@@ -23,6 +23,9 @@ typedef struct eu_event {
   int64_t a, b;    /* kind-specific: a task id, an object index, a generation */
   char *data;      /* owned payload (encoded values), or NULL */
   size_t len;
+  uint64_t id;     /* the world's identity of the event, the same in every run (reduce.h) */
+  uint64_t res;    /* the resource its dispatch touches first: its object, the worker, the drive */
+  int creator;     /* the step of the run that queued it, or -1 */
 } eu_event;
 
 typedef struct eu_sched {

@@ -29,6 +29,7 @@
 #include "clone.h"
 #include "eutaxy.h"
 #include "fault.h"
+#include "heapprint.h"
 #include "isolate.h"
 #include "prng.h"
 #include "sched.h"
@@ -60,6 +61,8 @@ struct eu_object {
   int alarm_redeliveries;
   int64_t last_active;  /* virtual ms of its last turn, for a host that evicts */
   int resident;         /* has an isolate or an open store: counted in nresident */
+  uint64_t res;         /* its resource for reduction: eu_fp_object, or EU_RES_WORKER */
+  int asked;            /* alarms run on request (eu_world_run_alarm), for their identity */
   eu_world *w;
 };
 
@@ -78,6 +81,13 @@ struct eu_task {
   int lose_answer;      /* fault: the answer never reaches the caller */
   int crash_caller;     /* fault: the caller crashes right after the answer */
   int alarm_lost;       /* fault: the alarm's completion is lost */
+  /* Identity for reduction (reduce.h): derived from the task that made it
+   * and how many calls that task had made, so it is the same in every run,
+   * whatever other objects did meanwhile. */
+  uint64_t ident;
+  int calls;            /* calls it made: its callees' identities */
+  int wakes;            /* wake-ups queued for it: their identities */
+  uint64_t origin_ident, origin_res;  /* the calling task's, for an answer it may not live to see */
   char method[64];
   char wait_point[EU_LABEL + 64];  /* the fault point of its current yield, when reset may strike there */
   char label[EU_LABEL];
@@ -129,9 +139,22 @@ struct eu_world {
   int capped, stopped;
   int arrived;        /* the tag + 1 of the arrival the last step dispatched, or 0 */
   char *uncaught;
+  /* reduction: the step in progress and what it touched */
+  int step, step_open;
+  eu_fp fp;
+  uint64_t draws, step_draws;     /* PRNG draws, in all and when the step began */
+  uint64_t worker_print;          /* the worker's fingerprint after its last turn */
+  int worker_printed;
 };
 
 /* ---- helpers ---------------------------------------------------------- */
+
+static uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15u + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
 
 /* A copy of n bytes, NUL-terminated. */
 static char *dupmem(const char *p, size_t n) {
@@ -282,13 +305,17 @@ static int64_t elapsed(void *ud) {
 }
 
 static uint64_t rnd(void *ud) {
+  ((eu_world *)ud)->draws++;
   return eu_prng_next(&((eu_world *)ud)->prng);
 }
 
 int64_t eu_world_now(eu_world *w) { return now_abs(w); }
 int64_t eu_world_elapsed(eu_world *w) { return w->sched.now; }
 const eu_buf *eu_world_trace(eu_world *w) { return &w->trace; }
-uint64_t eu_world_random(eu_world *w) { return eu_prng_next(&w->prng); }
+uint64_t eu_world_random(eu_world *w) {
+  w->draws++;
+  return eu_prng_next(&w->prng);
+}
 int eu_object_has_isolate(eu_object *o) { return o->iso != NULL; }
 int eu_world_nbindings(eu_world *w) { return w->nbindings; }
 
@@ -387,6 +414,8 @@ const char *eu_world_uncaught(eu_world *w) { return w->uncaught; }
 
 static void note_uncaught(eu_world *w, const char *who, const char *name, const char *message) {
   size_t n;
+  /* only the first is kept: which one that is depends on the order */
+  if (w->step_open) eu_fp_add(&w->fp, EU_RES_UNCAUGHT, 1);
   if (w->uncaught) return;
   n = strlen(who) + strlen(name) + strlen(message) + 16;
   if ((w->uncaught = malloc(n)) != NULL) snprintf(w->uncaught, n, "%s raised %s: %s", who, name, message);
@@ -464,6 +493,7 @@ void eu_world_new_unique_id(eu_world *w, char hex[65]) {
   uint64_t v[4];
   int i;
   for (i = 0; i < 4; i++) v[i] = eu_prng_next(&w->prng);
+  w->draws++;
   hexify(v, hex);
 }
 
@@ -523,6 +553,7 @@ static eu_object *add_object(eu_world *w, int ns, const char *hex, const char *n
     return NULL;
   }
   o->namelen = namelen;
+  o->res = ns < 0 ? EU_RES_WORKER : eu_fp_object(ns, hex);
   if (ns < 0)
     snprintf(o->tag, sizeof o->tag, "worker");
   else if (name)
@@ -852,8 +883,40 @@ static void free_task(eu_world *w, eu_task *t) {
   free(t);
 }
 
-static int push_event(eu_world *w, int kind, int64_t at, int64_t a, int64_t b, char *data,
-                      size_t len) {
+/* What an event is called in every run (reduce.h), and what it touches:
+ * a task's events by the task's identity and their count, an alarm by its
+ * object and generation, an arrival by its drive event. An answer or a
+ * crash for a task a reset has ended is named by the task that sent it. */
+static void identify(eu_world *w, eu_event *ev, const eu_task *from) {
+  eu_task *t;
+  switch (ev->kind) {
+  case EU_EV_START:
+  case EU_EV_RESUME:
+  case EU_EV_CRASH:
+    if ((t = find_task(w, ev->a)) != NULL) {
+      ev->id = mix(t->ident, ev->kind == EU_EV_START ? 1 : (uint64_t)(16 + 2 * t->wakes++ + (ev->kind == EU_EV_CRASH)));
+      ev->res = t->obj->res;
+    } else if (from) {
+      ev->id = mix(from->ident, ev->kind == EU_EV_CRASH ? 0xc4a5u : 0xa115u);
+      ev->res = from->origin_res;
+    }
+    break;
+  case EU_EV_ALARM:
+    if (ev->a >= 0 && ev->a < w->nobjects) {
+      ev->res = w->objects[ev->a]->res;
+      ev->id = mix(ev->res, mix(0xa1a3u, (uint64_t)ev->b));
+    }
+    break;
+  case EU_EV_ARRIVE:
+    ev->id = mix(0xa77u, (uint64_t)ev->a);
+    ev->res = EU_RES_DRIVE;
+    break;
+  }
+  ev->creator = w->step_open ? w->step : -1;
+}
+
+static int push_event_from(eu_world *w, int kind, int64_t at, int64_t a, int64_t b, char *data,
+                           size_t len, const eu_task *from) {
   eu_event ev;
   int rc;
   memset(&ev, 0, sizeof ev);
@@ -863,9 +926,15 @@ static int push_event(eu_world *w, int kind, int64_t at, int64_t a, int64_t b, c
   ev.b = b;
   ev.data = data;
   ev.len = len;
+  identify(w, &ev, from);
   rc = eu_sched_push(&w->sched, &ev);
   if (rc != EU_OK) free(data);
   return rc;
+}
+
+static int push_event(eu_world *w, int kind, int64_t at, int64_t a, int64_t b, char *data,
+                      size_t len) {
+  return push_event_from(w, kind, at, a, b, data, len, NULL);
 }
 
 static int error_payload(eu_world *w, const char *name, const char *message, int remote,
@@ -908,13 +977,14 @@ static void answer(eu_world *w, eu_task *t, char *data, size_t len) {
   if (t->origin_task) {
     if (t->crash_caller) {
       free(data);
-      push_event(w, EU_EV_CRASH, w->sched.now, t->origin_task, 0, NULL, 0);
+      push_event_from(w, EU_EV_CRASH, w->sched.now, t->origin_task, 0, NULL, 0, t);
       return;
     }
-    push_event(w, EU_EV_RESUME, w->sched.now, t->origin_task, 0, data, len);
+    push_event_from(w, EU_EV_RESUME, w->sched.now, t->origin_task, 0, data, len, t);
   } else if (t->origin_slot > 0 && t->origin_slot <= w->nslots &&
              w->slots[t->origin_slot - 1].used) {
     eu_slot *s = &w->slots[t->origin_slot - 1];
+    eu_world_touch(w, EU_RES_DRIVE, 1);
     free(s->data);
     s->data = data;
     s->len = len;
@@ -1135,6 +1205,7 @@ static void strike_waiting(eu_world *w, eu_task *t) {
   record(w, "note", t->obj->tag, NULL, "%s ends: its client went away", t->label);
   if (t->origin_slot > 0 && t->origin_slot <= w->nslots && w->slots[t->origin_slot - 1].used) {
     eu_slot *s = &w->slots[t->origin_slot - 1];
+    eu_world_touch(w, EU_RES_DRIVE, 1);
     free(s->data);
     s->data = NULL;  /* no answer: the client is gone */
     s->len = 0;
@@ -1168,7 +1239,37 @@ static void run_turn(eu_world *w, eu_task *t, int nargs) {
   if (fault_on(w, EU_FAULT_BIT(EU_FAULT_RESET), label, o->tag) == EU_FAULT_RESET) eu_world_reset(w, o);
 }
 
+/* A coroutine of a task: its stack belongs to one invocation. */
+static int task_thread(void *ud, lua_State *th) {
+  eu_world *w = ud;
+  eu_task *t;
+  for (t = w->tasks; t; t = t->next)
+    if (t->co == th) return 1;
+  return 0;
+}
+
+static void turn_body(eu_world *w, eu_task *t, int nargs);
+
+/* Under reduction, a worker turn writes the worker's isolate only when
+ * what outlives it changed (heapprint.h); any other is a read. */
 static void turn(eu_world *w, eu_task *t, int nargs) {
+  eu_object *o = t->obj;
+  uint64_t print;
+  if (!w->step_open || o != w->worker || !o->iso) {
+    turn_body(w, t, nargs);
+    return;
+  }
+  if (!w->worker_printed) {
+    w->worker_print = eu_heapprint(eu_isolate_L(o->iso), task_thread, w);
+    w->worker_printed = 1;
+  }
+  turn_body(w, t, nargs);
+  print = eu_heapprint(eu_isolate_L(o->iso), task_thread, w);
+  if (print == 0 || print != w->worker_print) eu_fp_add(&w->fp, EU_RES_WORKER, 1);
+  w->worker_print = print;
+}
+
+static void turn_body(eu_world *w, eu_task *t, int nargs) {
   lua_State *co = t->co;
   eu_object *o = t->obj;
   int status, nres = 0;
@@ -1451,6 +1552,7 @@ static void fire_alarm(eu_world *w, eu_object *o, int64_t gen) {
   snprintf(label, sizeof label, "alarm %.100s#%d", o->tag, o->alarm_firings);
   t = new_task(w, EU_TASK_ALARM, o, "alarm", label);
   if (!t) return;
+  t->ident = mix(o->res, mix(0xa1a4u, (uint64_t)o->alarm_firings));
   {
     /* labels read "alarm DO:POOL(pool)#2 effect #0": the firing is the delivery */
     char event[EU_LABEL];
@@ -1514,20 +1616,61 @@ static void dispatch(eu_world *w, eu_event *ev) {
 
 #define EU_MAX_TIES 64
 
+void eu_world_touch(eu_world *w, uint64_t res, int write) {
+  if (w->step_open) eu_fp_add(&w->fp, res, write);
+}
+
+void eu_world_observe(eu_world *w, eu_object *o) {
+  if (w->step_open) eu_fp_add(&w->fp, o->res, 0);
+}
+
+void eu_world_end_step(eu_world *w) {
+  if (!w->step_open) return;
+  w->step_open = 0;
+  if (w->draws != w->step_draws) eu_fp_add(&w->fp, EU_RES_PRNG, 1);
+  w->o.on_step_end(w->o.step_ud, &w->fp);
+}
+
+/* Tells the reducer a step begins: 1 when it says the run stops here. */
+static int begin_step(eu_world *w, const eu_event *ties, size_t n) {
+  eu_tie t[EU_MAX_TIES];
+  size_t i;
+  for (i = 0; i < n; i++) {
+    t[i].id = ties[i].id;
+    t[i].creator = ties[i].creator;
+  }
+  if (w->o.on_step(w->o.step_ud, t, (int)n, ties[0].at)) return 1;
+  w->step++;
+  w->step_open = 1;
+  w->step_draws = w->draws;
+  eu_fp_clear(&w->fp);
+  return 0;
+}
+
 int eu_world_step(eu_world *w, char *err, size_t errlen) {
   eu_event ties[EU_MAX_TIES];
   size_t n, i, pick = 0;
   w->arrived = 0;
+  eu_world_end_step(w);
   n = eu_sched_ties(&w->sched, ties, EU_MAX_TIES);
   if (n == 0) return 0;
-  if (n > 1) pick = (size_t)eu_world_choose(w, EU_CHOICE_ORDER, (int)n, "order");
+  if (w->o.on_step && begin_step(w, ties, n)) w->stopped = 1;
+  if (n > 1 && !w->stopped) pick = (size_t)eu_world_choose(w, EU_CHOICE_ORDER, (int)n, "order");
   for (i = 0; i < n; i++) {
-    if (i == pick) continue;
+    if (i == pick && !w->stopped) continue;
     if (eu_sched_giveback(&w->sched, &ties[i]) != EU_OK) {
       free(ties[i].data);
       return eu_err(err, errlen, EU_ENOMEM, "out of memory in the scheduler");
     }
   }
+  if (w->stopped) {
+    /* The chooser gave up on the run at this decision: nothing more runs. */
+    w->step_open = 0;
+    return 0;
+  }
+  /* The worker's isolate is written only by a turn that changes what
+   * outlives it: turn() decides. */
+  eu_world_touch(w, ties[pick].res, ties[pick].res != EU_RES_WORKER);
   dispatch(w, &ties[pick]);
   free(ties[pick].data);
   return 1;
@@ -1604,6 +1747,9 @@ int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t n
     return EU_ENOMEM;
   }
   callee->origin_task = t->id;
+  callee->ident = mix(t->ident, 0x100 + (uint64_t)t->calls++);
+  callee->origin_ident = t->ident;
+  callee->origin_res = t->obj->res;
   callee->root = t->root;
   callee->effect = effect;
   callee->lose_answer = fault == EU_FAULT_AMBIGUOUS;
@@ -1666,6 +1812,7 @@ static int submit(eu_world *w, int kind, eu_object *target, const char *method, 
     return 0;
   }
   t->origin_slot = slot;
+  t->ident = mix(eu_hash64(event, strlen(event), 0x5eed), (uint64_t)delivery);
   t->root = new_root(w, event, delivery);
   t->lose_answer = lose;
   if (TRACING(w)) {
@@ -1720,6 +1867,7 @@ int eu_world_run_alarm(eu_world *w, eu_object *o) {
     return 0;
   }
   t->origin_slot = slot;
+  t->ident = mix(o->res, mix(0xa5c3u, (uint64_t)++o->asked));
   t->root = new_root(w, label, 1);
   t->alarm_retry = retry;
   o->alarm_running = 1;
@@ -1795,6 +1943,7 @@ int eu_world_reset(eu_world *w, eu_object *o) {
   eu_task *t, *next;
   int alarm = 0, alarm_retry = 0;
   if (o->ns < 0) return EU_EINVAL;
+  if (w->step_open) eu_fp_add(&w->fp, o->res, 1);
   trace(w, "%s  reset: in-memory state lost, storage kept", o->tag);
   record(w, "note", o->tag, NULL, "reset: in-memory state lost");
   /* Every invocation in flight in the object is interrupted; its caller sees
@@ -1935,6 +2084,7 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
   eu_buf_init(&w->fault_log);
   eu_buf_init(&w->events);
   eu_prng_seed(&w->prng, o->seed);
+  w->step = -1;
   w->hooks.ud = w;
   w->hooks.now_ms = now_abs;
   w->hooks.elapsed_ms = elapsed;

@@ -21,6 +21,7 @@
 #include <lua.h>
 
 #include "buf.h"
+#include "reduce.h"
 #include "store.h"
 
 typedef struct eu_world eu_world;
@@ -75,6 +76,16 @@ typedef struct eu_world_opts {
    * (an object's store with no turn open) and may stop the world. */
   void (*on_commit)(void *ud, eu_world *w, const char *object, const char *task);
   void *on_commit_ud;
+  /* For partial-order reduction (reduce.h): told as each step begins, with
+   * the events tied at its time in the order the chooser is offered them
+   * (returning 1 stops the run there: every way on is covered elsewhere),
+   * and as it ends, with what it touched. A step is one dispatched event
+   * and what the caller of eu_world_step does before the next one (the
+   * drive's admissions and resends, eu_world_touch). The worker's isolate
+   * is fingerprinted around each of its turns only while on_step is set. */
+  int (*on_step)(void *ud, const eu_tie *ties, int n, int64_t at);
+  void (*on_step_end)(void *ud, const eu_fp *fp);
+  void *step_ud;
   /* Where objects' databases come from. NULL: a private in-memory database
    * per object, closed with the world. A provider's stores stay the
    * provider's: the world never closes them. */
@@ -180,6 +191,15 @@ int eu_world_evictable(eu_world *w, eu_object *o);
 int eu_world_evict(eu_world *w, eu_object *o);
 int64_t eu_object_last_active(eu_object *o);
 int eu_world_nresident(eu_world *w);   /* objects with an isolate or a store open */
+
+/* The step in progress touches res (reduce.h): what a caller of
+ * eu_world_step does between steps belongs to the step before. */
+void eu_world_touch(eu_world *w, uint64_t res, int write);
+/* An observer outside any task read o's committed state (a property
+ * looked at between turns): a read of o by the step in progress. */
+void eu_world_observe(eu_world *w, eu_object *o);
+/* Ends the step in progress, if one is: at the end of a run. */
+void eu_world_end_step(eu_world *w);
 
 /* Faults and bounds of the run so far. */
 int eu_world_fault(eu_world *w, unsigned kinds, const char *label);  /* a fault point; 0 or the kind */

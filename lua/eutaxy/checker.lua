@@ -59,6 +59,7 @@ local function parse_args(argv)
       o.jobs = math.tointeger(tonumber(a:sub(3)))
       if not o.jobs or o.jobs < 1 then bad("-j expects a positive whole number, got %q", a:sub(3)) end
     elseif a == "--check-determinism" then o.determinism = true
+    elseif a == "--no-reduction" then o.no_reduction = true
     elseif a == "--budget-ms" then o.budget = count(a)
     elseif a == "--quiet" then o.quiet = true
     elseif a == "-h" or a == "--help" then o.help = true
@@ -589,6 +590,7 @@ local function run_check(o)
     turn = (#scenario.always > 0 or #scenario.probes > 0) and protect(check_turn, scenario, reached) or nil,
     always = #scenario.always, probes = #scenario.probes,
     checkDeterminism = o.determinism, jobs = o.jobs, shardK = o.shard_k, shardN = o.shard_n,
+    reduction = not o.no_reduction,
     progress = not o.quiet,
   }
   local caps = {}

@@ -29,7 +29,8 @@ help.commands = {
     synopsis = "SCENARIO.lua [options]",
     summary = "explore a scenario's schedules under faults",
     description = "Loads a scenario (sim.defineScenario), runs its drive in virtual time, injects faults at "
-      .. "every call, explores the schedules within its bounds depth-first (fewest faults first), and checks "
+      .. "every call, explores the schedules within its bounds depth-first (fewest faults first), one order of "
+      .. "each set of turns that commute (turns of different objects touch nothing in common), and checks "
       .. "its invariants at the end of every run (sim.always and sim.sometimes also after every turn that "
       .. "wrote). A violation is shrunk and printed with its schedule, its trace and the command that replays it.",
     options = {
@@ -41,6 +42,7 @@ help.commands = {
       { "--shard K/N", "explore part K of N (1-based): N runs' counts add up to the whole" },
       { "-j N, --jobs N, -jN", "explore with N processes" },
       { "--check-determinism", "run every schedule twice and fail on any difference" },
+      { "--no-reduction", "explore every order of tied events, also those that only reorder independent turns" },
       { "--budget-ms MS", "the time budget (default: the scenario's bounds.budgetMs)" },
       { "--quiet", "print the verdict line only" },
       { "-h, --help", "this text" },

@@ -1,0 +1,208 @@
+/*
+ * heapprint.c: the walk behind eu_heapprint (heapprint.h).
+ *
+ * Breadth does not matter, so the walk keeps its pending values on a Lua
+ * thread of its own (anchored in the registry under a key the walk skips)
+ * and visits each collectable value once, by address. A table's entries
+ * are summed, so the order lua_next happens to give does not matter.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "determ.h"
+#include "heapprint.h"
+
+static const char work_key = 'w';
+
+typedef struct seen {
+  const void **slot;
+  size_t mask, n;
+} seen;
+
+static uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15u + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+/* 1 if p is new, 0 if seen, -1 out of memory. */
+static int seen_add(seen *s, const void *p) {
+  size_t i;
+  if (2 * (s->n + 1) > s->mask + 1) {
+    size_t cap = s->mask ? 2 * (s->mask + 1) : 1024, j;
+    const void **a = calloc(cap, sizeof *a);
+    if (!a) return -1;
+    for (j = 0; s->slot && j <= s->mask; j++)
+      if (s->slot[j]) {
+        for (i = ((uintptr_t)s->slot[j] >> 4) & (cap - 1); a[i]; i = (i + 1) & (cap - 1)) {}
+        a[i] = s->slot[j];
+      }
+    free(s->slot);
+    s->slot = a;
+    s->mask = cap - 1;
+  }
+  for (i = ((uintptr_t)p >> 4) & s->mask; s->slot[i]; i = (i + 1) & s->mask)
+    if (s->slot[i] == p) return 0;
+  s->slot[i] = p;
+  s->n++;
+  return 1;
+}
+
+/* A value's identity: its contents for what has no identity of its own. */
+static uint64_t vid(lua_State *L, int i) {
+  int t = lua_type(L, i);
+  switch (t) {
+  case LUA_TNIL: return 1;
+  case LUA_TBOOLEAN: return 2 + (uint64_t)lua_toboolean(L, i);
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, i)) return mix(4, (uint64_t)lua_tointeger(L, i));
+    else {
+      lua_Number d = lua_tonumber(L, i);
+      uint64_t b = 0;
+      memcpy(&b, &d, sizeof d < sizeof b ? sizeof d : sizeof b);
+      return mix(5, b);
+    }
+  case LUA_TLIGHTUSERDATA: return mix(6, (uint64_t)(uintptr_t)lua_touserdata(L, i));
+  default: return mix(8 + (uint64_t)t, (uint64_t)(uintptr_t)lua_topointer(L, i));
+  }
+}
+
+static int expandable(lua_State *L, int i) {
+  int t = lua_type(L, i);
+  return t == LUA_TTABLE || t == LUA_TFUNCTION || t == LUA_TUSERDATA || t == LUA_TTHREAD;
+}
+
+/* Queues the value at L's index i on W; 0 when W cannot grow. */
+static int queue(lua_State *L, lua_State *W, int i) {
+  if (!expandable(L, i)) return 1;
+  if (!lua_checkstack(W, 1) || !lua_checkstack(L, 1)) return 0;
+  lua_pushvalue(L, i);
+  lua_xmove(L, W, 1);
+  return 1;
+}
+
+static int make_work(lua_State *L) {
+  lua_newthread(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &work_key);
+  return 0;
+}
+
+/* The object at L's top; *h gets its print. 0 when the walk cannot go on. */
+static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(void *, lua_State *),
+                 void *ud, uint64_t *h) {
+  int top = lua_gettop(L), n;
+  const void *p = lua_topointer(L, top);
+  uint64_t sum = 0;
+  switch (lua_type(L, top)) {
+  case LUA_TTABLE:
+    if (lua_getmetatable(L, top)) {
+      sum = mix(sum, vid(L, -1));
+      if (!queue(L, W, -1)) return 0;
+      lua_pop(L, 1);
+    }
+    lua_pushnil(L);
+    while (lua_next(L, top)) {
+      if (p == registry && (lua_isinteger(L, -2) ? lua_tointeger(L, -2) != LUA_RIDX_GLOBALS
+                            : (lua_touserdata(L, -2) == (void *)&work_key ||
+                               lua_touserdata(L, -2) == eu_determ_cache_key()))) {
+        lua_pop(L, 1);
+        continue;
+      }
+      sum += mix(vid(L, -2), mix(vid(L, -1), 0x7ab1e));
+      if (!queue(L, W, -2) || !queue(L, W, -1)) return 0;
+      lua_pop(L, 1);
+    }
+    break;
+  case LUA_TFUNCTION:
+    for (n = 1; lua_getupvalue(L, top, n) != NULL; n++) {
+      sum = mix(sum, mix((uint64_t)(uintptr_t)lua_upvalueid(L, top, n), vid(L, -1)));
+      if (!queue(L, W, -1)) return 0;
+      lua_pop(L, 1);
+    }
+    break;
+  case LUA_TUSERDATA: {
+    size_t len = lua_rawlen(L, top);
+    const unsigned char *b = lua_touserdata(L, top);
+    size_t k;
+    for (k = 0; b && k < len && k < 256; k++) sum = mix(sum, b[k]);
+    if (lua_getmetatable(L, top)) {
+      sum = mix(sum, vid(L, -1));
+      if (!queue(L, W, -1)) return 0;
+      lua_pop(L, 1);
+    }
+    for (n = 1; lua_getiuservalue(L, top, n) != LUA_TNONE; n++) {
+      sum = mix(sum, vid(L, -1));
+      if (!queue(L, W, -1)) return 0;
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    break;
+  }
+  case LUA_TTHREAD: {
+    lua_State *th = lua_tothread(L, top);
+    lua_Debug ar;
+    int i, level;
+    if (th == L || th == W || (skip && skip(ud, th))) break;
+    sum = mix((uint64_t)lua_status(th), (uint64_t)lua_gettop(th));
+    for (i = 1; i <= lua_gettop(th); i++) {
+      sum = mix(sum, vid(th, i));
+      if (expandable(th, i)) {
+        if (!lua_checkstack(th, 1) || !lua_checkstack(W, 1)) return 0;
+        lua_pushvalue(th, i);
+        lua_xmove(th, W, 1);
+      }
+    }
+    for (level = 0; lua_getstack(th, level, &ar); level++)
+      if (lua_getinfo(th, "l", &ar)) sum = mix(sum, (uint64_t)(ar.currentline + 1));
+    break;
+  }
+  default:
+    break;
+  }
+  *h = mix((uint64_t)(uintptr_t)p, sum);
+  lua_settop(L, top);
+  return 1;
+}
+
+uint64_t eu_heapprint(lua_State *L, int (*skip)(void *ud, lua_State *th), void *ud) {
+  int top = lua_gettop(L), running = lua_gc(L, LUA_GCISRUNNING), ok = 1;
+  const void *registry;
+  lua_State *W;
+  seen s = { NULL, 0, 0 };
+  uint64_t print = 0x3c6ef372fe94f82bu;
+  if (!lua_checkstack(L, 8)) return 0;
+  lua_gc(L, LUA_GCSTOP);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &work_key) != LUA_TTHREAD) {
+    lua_pop(L, 1);
+    lua_pushcfunction(L, make_work);
+    if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
+      lua_settop(L, top);
+      if (running) lua_gc(L, LUA_GCRESTART);
+      return 0;
+    }
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &work_key);
+  }
+  W = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  lua_settop(W, 0);
+  lua_pushvalue(L, LUA_REGISTRYINDEX);
+  registry = lua_topointer(L, -1);
+  lua_xmove(L, W, 1);
+  while (ok && lua_gettop(W) > 0) {
+    int fresh;
+    uint64_t h = 0;
+    lua_xmove(W, L, 1);
+    fresh = seen_add(&s, lua_topointer(L, -1));
+    if (fresh < 0) ok = 0;
+    else if (fresh && (ok = visit(L, W, registry, skip, ud, &h)) != 0) print += h;
+    lua_settop(L, top);
+  }
+  lua_settop(W, 0);
+  free(s.slot);
+  if (running) lua_gc(L, LUA_GCRESTART);
+  if (!ok) return 0;
+  return print ? print : 1;
+}
