@@ -8,10 +8,25 @@
  * untried branch to its next branch and cuts what came after. The tree is
  * done when no decision has a branch left.
  *
- * A shard is decided by the first EU_SHARD_DEPTH decisions of a run, so a
- * whole subtree belongs to one shard: a run that leaves its shard is stopped
- * there and its subtree skipped, and N shards explore disjoint parts whose
- * counts add up to the whole.
+ * Before the tree, a sweep: the first run with a fault left (every
+ * decision its first branch) shows the fault points of the first schedule;
+ * each point is then tried once with each kind it offers, one run each,
+ * breadth-first, and so on for the points those runs reach while they still
+ * have a fault to spend. A budget that allows one run per point and kind
+ * ends with each of them tried, however deep the tree under the first
+ * schedule is. The tree does not count those runs again: a run is named by
+ * its order decisions and the faults it took (run_key), whatever its cap.
+ *
+ * Shards split the tree into subtrees. Every shard grows the same frontier:
+ * starting from the root, it samples a random run under each node (Knuth's
+ * estimate of the subtree's size: the product of the branch counts on the
+ * way down) and splits the node it estimates largest into its children,
+ * until there are 16 nodes per shard. Nodes go to shards largest first, each
+ * to the shard with the least estimated work so far; a shard then explores
+ * its own subtrees and nothing else. The frontier costs each shard one run
+ * per node it ever had. Within a subtree, partial-order reduction starts at
+ * the subtree's root: what was decided above it is every shard's, and no
+ * shard sees the others' runs.
  */
 #include <errno.h>
 #include <poll.h>
@@ -80,27 +95,28 @@ static int choices_copy(eu_choices *dst, const eu_choices *src) {
 void eu_chooser_init(eu_chooser *c, int mode, uint64_t seed) {
   memset(c, 0, sizeof *c);
   c->mode = mode;
-  c->shard_n = 1;
   eu_prng_seed(&c->rng, seed);
 }
 
 void eu_chooser_free(eu_chooser *c) {
   choices_free(&c->path);
   choices_free(&c->prefix);
+  free(c->labels);
+  c->labels = NULL;
   eu_reducer_free(c->red);
   c->red = NULL;
 }
 
 void eu_chooser_begin(eu_chooser *c, eu_world *w) {
   c->path.len = 0;
-  c->out_of_shard = c->mismatch = c->past_end = c->blocked = 0;
+  c->mismatch = c->past_end = c->blocked = 0;
   c->world = w;
   if (c->red) eu_reducer_begin_run(c->red);
 }
 
 int eu_chooser_step(void *ud, const eu_tie *ties, int n, int64_t at) {
   eu_chooser *c = ud;
-  if (!c->red || c->out_of_shard) return 0;
+  if (!c->red) return 0;
   if (eu_reducer_step(c->red, ties, n, at, c->path.len)) {
     c->blocked = 1;
     return 1;
@@ -113,26 +129,37 @@ void eu_chooser_step_end(void *ud, const eu_fp *fp) {
   if (c->red) eu_reducer_step_end(c->red, fp);
 }
 
-static uint64_t shard_hash(const eu_choices *p, int depth) {
-  unsigned char buf[EU_SHARD_DEPTH];
-  int i;
-  for (i = 0; i < depth && i < p->len; i++) buf[i] = p->c[i];
-  return eu_hash64(buf, (size_t)i, (uint64_t)depth);
+/* A fault point as coverage names it: its label without the delivery and
+ * firing numbers ("req-1 effect #0 (DO:POOL acquire)"), hashed. */
+static uint64_t point_hash(const char *label) {
+  uint64_t h = 0xcbf29ce484222325u;
+  const char *p = label ? label : "";
+  while (*p) {
+    if (*p == '#' && p > label && p[-1] != ' ' && p[1] >= '0' && p[1] <= '9') {
+      for (p++; *p >= '0' && *p <= '9'; p++) {}
+      continue;
+    }
+    h = (h ^ (unsigned char)*p++) * 0x100000001b3u;
+  }
+  return h;
 }
 
-int eu_chooser_in_shard(eu_chooser *c) {
-  int depth = c->path.len < EU_SHARD_DEPTH ? c->path.len : EU_SHARD_DEPTH;
-  if (c->shard_n <= 1) return 1;
-  return (int)(shard_hash(&c->path, depth) % (uint64_t)c->shard_n) == c->shard_k;
+static int note_label(eu_chooser *c, int i, const char *label) {
+  if (i >= c->caplabels) {
+    int cap = c->caplabels ? c->caplabels * 2 : 64;
+    uint64_t *a = realloc(c->labels, (size_t)cap * sizeof *a);
+    if (!a) return EU_ENOMEM;
+    c->labels = a;
+    c->caplabels = cap;
+  }
+  c->labels[i] = point_hash(label);
+  return EU_OK;
 }
 
 int eu_chooser_choose(void *ud, int kind, int n, const char *label) {
   eu_chooser *c = ud;
   int i = c->path.len, pick;
-  (void)kind;
-  (void)label;
   if (n > EU_MAX_ARITY) n = EU_MAX_ARITY;  /* further ties wait for the next decision */
-  if (c->out_of_shard) return 0;
   if (c->red && kind == EU_CHOICE_ORDER && c->mode == EU_MODE_DFS) {
     int blocked = 0, replay = i < c->prefix.len ? c->prefix.c[i] : -1;
     if (replay >= n) {
@@ -159,31 +186,28 @@ int eu_chooser_choose(void *ud, int kind, int n, const char *label) {
   } else {
     pick = 0;
   }
-  if (choices_push(&c->path, pick, n, kind) != EU_OK) {
+  if (choices_push(&c->path, pick, n, kind) != EU_OK ||
+      (c->labels_on && kind == EU_CHOICE_FAULT && note_label(c, i, label) != EU_OK)) {
     c->mismatch = 1;
     if (c->world) eu_world_stop(c->world);
     return 0;
   }
-  if (c->shard_n > 1 && c->path.len == EU_SHARD_DEPTH && !eu_chooser_in_shard(c)) {
-    c->out_of_shard = 1;
-    if (c->world) eu_world_stop(c->world);
-  }
   return pick;
 }
 
-int eu_chooser_backtrack(eu_chooser *c) {
+int eu_chooser_backtrack(eu_chooser *c, int floor) {
   int i = c->path.len - 1;
   if (c->red) {
     int branch = 0;
-    i = eu_reducer_backtrack(c->red, c->path.k, c->path.n, c->path.c, c->path.len, &branch);
+    i = eu_reducer_backtrack(c->red, c->path.k, c->path.n, c->path.c, c->path.len, floor, &branch);
     if (i < 0) return 0;
     if (choices_copy(&c->prefix, &c->path) != EU_OK) return 0;
     c->prefix.len = i + 1;
     c->prefix.c[i] = (unsigned char)branch;
     return 1;
   }
-  while (i >= 0 && c->path.c[i] + 1 >= c->path.n[i]) i--;
-  if (i < 0) return 0;
+  while (i >= floor && c->path.c[i] + 1 >= c->path.n[i]) i--;
+  if (i < floor) return 0;
   if (choices_copy(&c->prefix, &c->path) != EU_OK) return 0;
   c->prefix.len = i + 1;
   c->prefix.c[i]++;
@@ -320,54 +344,371 @@ static int found(eu_search *s, eu_chooser *c, int cap, int faults, char *err, si
   return EU_OK;
 }
 
-static int search_dfs(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t errlen) {
-  eu_chooser c;
-  int cap, rc = EU_OK;
-  for (cap = s->min_faults; cap <= s->max_faults; cap++) {
-    eu_chooser_init(&c, EU_MODE_DFS, 0);
-    c.shard_k = s->shard_k;
-    c.shard_n = s->shard_n;
-    /* A shard's first decisions are shared with other shards, whose runs it
-     * never sees: they branch every way, and reduction starts below them. */
-    if (s->reduce && eu_reducer_new(&c.red, s->shard_n > 1 ? EU_SHARD_DEPTH : 0) != EU_OK) {
-      eu_chooser_free(&c);
-      return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+/* ---- run keys ---------------------------------------------------------- */
+
+static uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15u + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+/* A run by its order decisions and the faults it took, each with the
+ * number of fault points before it: the same run at a higher cap, where the
+ * points after its last fault are decisions answered "none", has the same key. */
+static uint64_t run_key(const eu_choices *p) {
+  uint64_t h = 0x84222325cbf29ce4u;
+  int i, ordinal = 0;
+  for (i = 0; i < p->len; i++) {
+    if (p->k[i]) {
+      h = mix(h, 0x100u + p->c[i]);
+    } else {
+      if (p->c[i]) h = mix(h, ((uint64_t)ordinal << 16) | 0x8000u | p->c[i]);
+      ordinal++;
     }
-    do {
-      int faults = 0, v;
-      if (expired(s)) {
-        s->verdict = EU_INCONCLUSIVE;
-        eu_chooser_free(&c);
-        return EU_OK;
+  }
+  return h;
+}
+
+typedef struct keyset {
+  uint64_t *slot;
+  size_t mask, n;
+} keyset;
+
+/* 1 if k is new, 0 if there, <0 out of memory. 0 is never a key. */
+static int keyset_add(keyset *ks, uint64_t k) {
+  size_t i;
+  if (!k) k = 1;
+  if (2 * (ks->n + 1) > ks->mask + 1) {
+    size_t cap = ks->mask ? 2 * (ks->mask + 1) : 256, j;
+    uint64_t *a = calloc(cap, sizeof *a);
+    if (!a) return EU_ENOMEM;
+    for (j = 0; ks->slot && j <= ks->mask; j++)
+      if (ks->slot[j]) {
+        for (i = ks->slot[j] & (cap - 1); a[i]; i = (i + 1) & (cap - 1)) {}
+        a[i] = ks->slot[j];
       }
-      v = fn(ud, &c, s->events, cap, &faults, err, errlen);
-      s->runs++;
-      if (v < 0) {
-        eu_chooser_free(&c);
-        return v;
-      }
-      if (c.out_of_shard || !eu_chooser_in_shard(&c)) continue;
-      if (c.blocked) {
-        s->blocked++;
-        continue;
-      }
-      if (c.red && v != 1 && eu_reducer_end_run(c.red) != EU_OK) {
-        eu_chooser_free(&c);
-        return eu_err(err, errlen, EU_ENOMEM, "out of memory");
-      }
-      /* A run with fewer faults than the cap was checked at its own count. */
-      if (faults < cap && cap > s->min_faults) continue;
+    free(ks->slot);
+    ks->slot = a;
+    ks->mask = cap - 1;
+  }
+  for (i = k & ks->mask; ks->slot[i]; i = (i + 1) & ks->mask)
+    if (ks->slot[i] == k) return 0;
+  ks->slot[i] = k;
+  ks->n++;
+  return 1;
+}
+
+static int keyset_has(const keyset *ks, uint64_t k) {
+  size_t i;
+  if (!k) k = 1;
+  if (!ks->slot) return 0;
+  for (i = k & ks->mask; ks->slot[i]; i = (i + 1) & ks->mask)
+    if (ks->slot[i] == k) return 1;
+  return 0;
+}
+
+/* ---- the sweep ---------------------------------------------------------- */
+
+typedef struct prefixes {
+  eu_choices *p;
+  int n, cap;
+} prefixes;
+
+static int prefixes_push(prefixes *q, const eu_choices *path, int len, int branch) {
+  eu_choices *e;
+  int i;
+  if (q->n == q->cap) {
+    int cap = q->cap ? q->cap * 2 : 32;
+    eu_choices *a = realloc(q->p, (size_t)cap * sizeof *a);
+    if (!a) return EU_ENOMEM;
+    q->p = a;
+    q->cap = cap;
+  }
+  e = &q->p[q->n];
+  memset(e, 0, sizeof *e);
+  for (i = 0; i < len; i++)
+    if (choices_push(e, path->c[i], path->n[i], path->k[i] ? EU_CHOICE_ORDER : EU_CHOICE_FAULT) != EU_OK)
+      return EU_ENOMEM;
+  if (branch >= 0) {
+    if (choices_push(e, branch, path->n[len], path->k[len] ? EU_CHOICE_ORDER : EU_CHOICE_FAULT) != EU_OK)
+      return EU_ENOMEM;
+  }
+  q->n++;
+  return EU_OK;
+}
+
+static void prefixes_free(prefixes *q) {
+  int i;
+  for (i = 0; i < q->n; i++) choices_free(&q->p[i]);
+  free(q->p);
+  memset(q, 0, sizeof *q);
+}
+
+/* A violation found while another part of the search must still run. */
+typedef struct held {
+  int on, faults;
+  char schedule[4096];
+} held;
+
+static int hold(held *h, const eu_chooser *c, int cap, int faults, uint64_t events) {
+  if (h->on) return EU_OK;
+  if (eu_schedule_format(h->schedule, sizeof h->schedule, cap, events, &c->path) != EU_OK) return EU_EINVAL;
+  h->on = 1;
+  h->faults = faults;
+  return EU_OK;
+}
+
+/* Every fault point of the first schedule tried with every kind, then those
+ * the runs that did so reach with a fault left: one run per point and kind,
+ * breadth-first (see the top of this file). Every shard runs the whole sweep,
+ * to know which runs the tree must not count again; it counts its share. */
+static int sweep(eu_search *s, eu_run_fn fn, void *ud, keyset *runs, held *h, char *err, size_t errlen) {
+  prefixes q = { NULL, 0, 0 };
+  keyset tried = { NULL, 0, 0 };
+  eu_choices root = { NULL, NULL, NULL, 0, 0 };
+  int head = 0, rc = EU_OK;
+  long index = 0;
+  if (prefixes_push(&q, &root, 0, -1) != EU_OK) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  while (head < q.n && rc == EU_OK && !expired(s)) {
+    eu_chooser c;
+    int faults = 0, v, i, from = q.p[head].len;
+    eu_chooser_init(&c, EU_MODE_DFS, 0);
+    c.labels_on = 1;
+    if (choices_copy(&c.prefix, &q.p[head++]) != EU_OK) {
+      eu_chooser_free(&c);
+      rc = eu_err(err, errlen, EU_ENOMEM, "out of memory");
+      break;
+    }
+    v = fn(ud, &c, s->events, s->max_faults, &faults, err, errlen);
+    s->runs++;
+    s->swept++;
+    if (v < 0) {
+      rc = v;
+    } else if (keyset_add(runs, run_key(&c.path)) > 0 && index++ % s->shard_n == s->shard_k) {
       count(s, ud, faults);
-      if (v == 1) {
-        rc = found(s, &c, cap, faults, err, errlen);
-        eu_chooser_free(&c);
-        return rc;
+      if (v == 1 && hold(h, &c, s->max_faults, faults, s->events) != EU_OK)
+        rc = eu_err(err, errlen, EU_EINVAL, "a violating schedule of %d decisions is too long to report", c.path.len);
+    }
+    /* the points this run reached past its own fault, while one is left */
+    for (i = from; rc == EU_OK && faults < s->max_faults && i < c.path.len; i++) {
+      int b;
+      if (c.path.k[i] || c.path.n[i] < 2 || i >= c.caplabels) continue;
+      for (b = 1; b < c.path.n[i] && rc == EU_OK; b++) {
+        int fresh = keyset_add(&tried, mix(c.labels[i], ((uint64_t)c.path.n[i] << 8) | (uint64_t)b));
+        if (fresh < 0 || (fresh > 0 && prefixes_push(&q, &c.path, i, b) != EU_OK))
+          rc = eu_err(err, errlen, EU_ENOMEM, "out of memory");
       }
-    } while (eu_chooser_backtrack(&c));
-    if (c.red) s->races += eu_reducer_races(c.red);
+    }
     eu_chooser_free(&c);
   }
-  s->verdict = EU_BOUNDED;
+  prefixes_free(&q);
+  free(tried.slot);
+  return rc;
+}
+
+/* ---- the frontier shards split ------------------------------------------ */
+
+typedef struct fnode {
+  eu_choices p;
+  double est;       /* Knuth's estimate of its subtree's runs */
+  int leaf;         /* the subtree is the one run p */
+  int arity;        /* branches of the decision below p */
+  int kind;         /* and its kind */
+  int owner;
+} fnode;
+
+/* One random run under node's prefix: its estimate and the decision below it. */
+static int sample(eu_search *s, eu_run_fn fn, void *ud, int cap, fnode *node, char *err, size_t errlen) {
+  eu_chooser c;
+  int faults = 0, v, i;
+  uint64_t seed = mix((uint64_t)cap, node->p.len ? eu_hash64(node->p.c, (size_t)node->p.len, 3) : 0);
+  eu_chooser_init(&c, EU_MODE_RANDOM, seed);
+  if (choices_copy(&c.prefix, &node->p) != EU_OK) {
+    eu_chooser_free(&c);
+    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  v = fn(ud, &c, s->events, cap, &faults, err, errlen);
+  s->runs++;
+  s->split_runs++;
+  if (v < 0) {
+    eu_chooser_free(&c);
+    return v;
+  }
+  node->leaf = c.path.len <= node->p.len;
+  node->arity = node->leaf ? 0 : c.path.n[node->p.len];
+  node->kind = node->leaf || c.path.k[node->p.len] ? EU_CHOICE_ORDER : EU_CHOICE_FAULT;
+  node->est = 1.0;
+  for (i = node->p.len; i < c.path.len && node->est < 1e15; i++) node->est *= c.path.n[i];
+  eu_chooser_free(&c);
+  return EU_OK;
+}
+
+static void free_nodes(fnode *nodes, int n) {
+  int i;
+  for (i = 0; i < n; i++) choices_free(&nodes[i].p);
+  free(nodes);
+}
+
+/* The frontier of this cap's tree, every node with its owner. */
+static int frontier(eu_search *s, eu_run_fn fn, void *ud, int cap, fnode **out, int *nout, char *err,
+                    size_t errlen) {
+  int target = 16 * s->shard_n, n = 1, capn = 64, i, rc;
+  fnode *nodes = calloc((size_t)capn, sizeof *nodes);
+  double *load;
+  if (!nodes) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  if ((rc = sample(s, fn, ud, cap, &nodes[0], err, errlen)) != EU_OK) {
+    free_nodes(nodes, n);
+    return rc;
+  }
+  while (n < target && !expired(s)) {
+    int big = -1, b;
+    for (i = 0; i < n; i++)
+      if (!nodes[i].leaf && (big < 0 || nodes[i].est > nodes[big].est)) big = i;
+    if (big < 0) break;
+    if (n + nodes[big].arity > capn) {
+      fnode *a;
+      while (n + nodes[big].arity > capn) capn *= 2;
+      if (!(a = realloc(nodes, (size_t)capn * sizeof *a))) {
+        free_nodes(nodes, n);
+        return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+      }
+      nodes = a;
+    }
+    /* the node gives way to its children, in place: the list stays in DFS order */
+    {
+      fnode parent = nodes[big];
+      int k = parent.arity;
+      memmove(&nodes[big + k], &nodes[big + 1], (size_t)(n - big - 1) * sizeof *nodes);
+      n += k - 1;
+      for (b = 0; b < k; b++) {
+        fnode *child = &nodes[big + b];
+        memset(child, 0, sizeof *child);
+        if (choices_copy(&child->p, &parent.p) != EU_OK ||
+            choices_push(&child->p, b, parent.arity, parent.kind) != EU_OK) {
+          choices_free(&parent.p);
+          free_nodes(nodes, n);
+          return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+        }
+        if ((rc = sample(s, fn, ud, cap, child, err, errlen)) != EU_OK) {
+          choices_free(&parent.p);
+          free_nodes(nodes, n);
+          return rc;
+        }
+      }
+      choices_free(&parent.p);
+    }
+  }
+  /* largest first, each to the least loaded shard */
+  if (!(load = calloc((size_t)s->shard_n, sizeof *load))) {
+    free_nodes(nodes, n);
+    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  for (i = 0; i < n; i++) nodes[i].owner = -1;
+  for (i = 0; i < n; i++) {
+    int big = -1, j, least = 0;
+    for (j = 0; j < n; j++)
+      if (nodes[j].owner < 0 && (big < 0 || nodes[j].est > nodes[big].est)) big = j;
+    for (j = 1; j < s->shard_n; j++)
+      if (load[j] < load[least]) least = j;
+    nodes[big].owner = least;
+    load[least] += nodes[big].est;
+  }
+  free(load);
+  *out = nodes;
+  *nout = n;
+  return EU_OK;
+}
+
+/* ---- the tree ----------------------------------------------------------- */
+
+enum { TREE_DONE = 0, TREE_FOUND, TREE_EXPIRED };
+
+/* The subtree under prefix (the whole tree for an empty one), depth-first. */
+static int subtree(eu_search *s, eu_run_fn fn, void *ud, int cap, const eu_choices *prefix,
+                   const keyset *swept, int *outcome, char *err, size_t errlen) {
+  eu_chooser c;
+  int rc = EU_OK, floor = prefix ? prefix->len : 0;
+  *outcome = TREE_DONE;
+  eu_chooser_init(&c, EU_MODE_DFS, 0);
+  if ((prefix && choices_copy(&c.prefix, prefix) != EU_OK) ||
+      (s->reduce && eu_reducer_new(&c.red, floor) != EU_OK)) {
+    eu_chooser_free(&c);
+    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  do {
+    int faults = 0, v;
+    if (expired(s)) {
+      *outcome = TREE_EXPIRED;
+      break;
+    }
+    v = fn(ud, &c, s->events, cap, &faults, err, errlen);
+    s->runs++;
+    if (v < 0) {
+      rc = v;
+      break;
+    }
+    if (c.blocked) {
+      s->blocked++;
+      continue;
+    }
+    if (c.red && v != 1 && (rc = eu_reducer_end_run(c.red)) != EU_OK) {
+      rc = eu_err(err, errlen, rc, "out of memory");
+      break;
+    }
+    /* A run with fewer faults than the cap was checked at its own count. */
+    if (faults < cap && cap > s->min_faults) continue;
+    if (swept && keyset_has(swept, run_key(&c.path))) continue;
+    count(s, ud, faults);
+    if (v == 1) {
+      rc = found(s, &c, cap, faults, err, errlen);
+      *outcome = TREE_FOUND;
+      break;
+    }
+  } while (eu_chooser_backtrack(&c, floor));
+  if (c.red) s->races += eu_reducer_races(c.red);
+  eu_chooser_free(&c);
+  return rc;
+}
+
+/* One cap's tree: whole, or this shard's subtrees of the frontier. */
+static int tree(eu_search *s, eu_run_fn fn, void *ud, int cap, const keyset *swept, int *outcome,
+                char *err, size_t errlen) {
+  fnode *nodes = NULL;
+  int n = 0, i, rc;
+  if (s->shard_n <= 1) return subtree(s, fn, ud, cap, NULL, swept, outcome, err, errlen);
+  *outcome = TREE_DONE;
+  if ((rc = frontier(s, fn, ud, cap, &nodes, &n, err, errlen)) != EU_OK) return rc;
+  if (expired(s)) *outcome = TREE_EXPIRED;
+  for (i = 0; i < n && rc == EU_OK && *outcome == TREE_DONE; i++)
+    if (nodes[i].owner == s->shard_k) rc = subtree(s, fn, ud, cap, &nodes[i].p, swept, outcome, err, errlen);
+  free_nodes(nodes, n);
+  return rc;
+}
+
+static int search_dfs(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t errlen) {
+  keyset swept = { NULL, 0, 0 };
+  held h;
+  int cap, rc = EU_OK, outcome = TREE_DONE;
+  memset(&h, 0, sizeof h);
+  if (s->sweep && s->max_faults > 0 && s->min_faults == 0)
+    rc = sweep(s, fn, ud, &swept, &h, err, errlen);
+  /* A violation the sweep found stands unless one with fewer faults is found first. */
+  for (cap = s->min_faults; rc == EU_OK && cap <= s->max_faults && outcome == TREE_DONE; cap++) {
+    if (h.on && cap >= h.faults) break;
+    if (expired(s)) outcome = TREE_EXPIRED;
+    else rc = tree(s, fn, ud, cap, swept.slot ? &swept : NULL, &outcome, err, errlen);
+  }
+  free(swept.slot);
+  if (rc != EU_OK) return rc;
+  if (outcome == TREE_FOUND) return EU_OK;
+  if (h.on) {
+    s->verdict = EU_VIOLATED;
+    s->faults = h.faults;
+    memcpy(s->schedule, h.schedule, sizeof s->schedule);
+    return EU_OK;
+  }
+  s->verdict = outcome == TREE_EXPIRED ? EU_INCONCLUSIVE : EU_BOUNDED;
   return EU_OK;
 }
 
@@ -474,7 +815,7 @@ int eu_search_shrink(eu_search *s, eu_run_fn fn, void *ud, long *runs, char *err
 /* What a worker sends back: fixed fields, then the schedule. */
 typedef struct wire_result {
   int rc, verdict, faults;
-  long runs, counted[16], faults_tried, blocked, races;
+  long runs, counted[16], faults_tried, blocked, races, split_runs, swept;
   uint64_t notes_len;     /* bytes of the run function's notes that follow */
   char schedule[4096];
   char err[EU_ERRLEN];
@@ -586,6 +927,8 @@ int eu_search_parallel(eu_search *s, int jobs, eu_run_fn fn, void *ud, char *err
       w.verdict = t.verdict;
       w.faults = t.faults;
       w.runs = t.runs;
+      w.split_runs = t.split_runs;
+      w.swept = t.swept;
       w.blocked = t.blocked;
       w.races = t.races;
       memcpy(w.counted, t.counted, sizeof w.counted);
@@ -620,6 +963,8 @@ int eu_search_parallel(eu_search *s, int jobs, eu_run_fn fn, void *ud, char *err
     }
     s->runs += r[j].runs;
     s->blocked += r[j].blocked;
+    s->split_runs += r[j].split_runs;
+    s->swept += r[j].swept;
     s->races += r[j].races;
     s->faults_tried += r[j].faults_tried;
     for (i = 0; i < 16; i++) s->counted[i] += r[j].counted[i];

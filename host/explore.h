@@ -32,7 +32,6 @@ typedef struct eu_world eu_world;
 enum { EU_MODE_DFS = 0, EU_MODE_RANDOM, EU_MODE_REPLAY };
 
 #define EU_MAX_ARITY 62       /* decisions offer at most this many branches */
-#define EU_SHARD_DEPTH 8      /* decisions that decide a run's shard */
 #define EU_MAX_EVENTS 64
 
 typedef struct eu_choices {
@@ -46,12 +45,13 @@ typedef struct eu_chooser {
   eu_choices path;        /* this run's decisions */
   eu_choices prefix;      /* decisions the run must follow first (dfs, replay) */
   eu_prng rng;            /* random mode */
-  int shard_k, shard_n;   /* shard_n <= 1: every run */
-  int out_of_shard;       /* the run left this shard and was stopped */
   int mismatch;           /* replay: the schedule does not fit the scenario */
   int past_end;           /* replay: the run wanted more decisions than recorded */
   eu_world *world;        /* the run's world, stopped when the run leaves the shard */
   eu_reducer *red;        /* dfs with partial-order reduction (reduce.h), or NULL */
+  int labels_on;          /* keep the fault points of the path's decisions (the sweep) */
+  uint64_t *labels;       /* [i]: the point of fault decision i, hashed */
+  int caplabels;
   int blocked;            /* the reducer stopped the run: every way on was covered */
 } eu_chooser;
 
@@ -64,10 +64,9 @@ int eu_chooser_choose(void *ud, int kind, int n, const char *label);
 /* The world's on_step and on_step_end, for a chooser with a reducer. */
 int eu_chooser_step(void *ud, const eu_tie *ties, int n, int64_t at);
 void eu_chooser_step_end(void *ud, const eu_fp *fp);
-/* After a dfs run: moves the prefix to the next branch; 0 when the tree is done. */
-int eu_chooser_backtrack(eu_chooser *c);
-/* Whether the finished run belongs to this shard. */
-int eu_chooser_in_shard(eu_chooser *c);
+/* After a dfs run: moves the prefix to the next branch, never above
+ * position floor (the root of the subtree explored); 0 when it is done. */
+int eu_chooser_backtrack(eu_chooser *c, int floor);
 
 /* Schedule strings. events is a mask of kept events (bit i: event i+1). */
 int eu_schedule_format(char *out, size_t n, int fault_cap, uint64_t events, const eu_choices *ch);
@@ -92,6 +91,7 @@ typedef struct eu_search {
   int shard_k, shard_n;
   const char *replay;     /* replay mode */
   int reduce;             /* dfs: partial-order reduction (reduce.h) */
+  int sweep;              /* dfs: try every fault point with every kind first */
   int min_faults;         /* start the fault count here (shrinking reuses what it knows) */
   /* The run function's owner may keep what it notes of each run (coverage):
    * on_counted says the run just done counts as a schedule; a parallel worker
@@ -113,6 +113,8 @@ typedef struct eu_search {
   long faults_tried;      /* faults injected over the counted schedules */
   long blocked;           /* runs the reduction stopped: covered by others */
   long races;             /* races it reversed */
+  long split_runs;        /* runs a shard spent on the frontier */
+  long swept;             /* runs of the sweep (counted among the schedules too) */
   char schedule[4096];    /* the violating schedule */
   int faults;             /* its fault count */
 } eu_search;

@@ -950,7 +950,7 @@ static int run_once(void *ud, eu_chooser *ch, uint64_t events, int cap, int *fau
   if (!x->determinism) return run_world(x, ch, events, cap, faults, x->keep, err, errlen);
   /* Once with a trace, then the same decisions again: any difference is the host's bug. */
   v1 = run_world(x, ch, events, cap, faults, 1, err, errlen);
-  if (v1 < 0 || ch->out_of_shard || ch->blocked) return v1;
+  if (v1 < 0 || ch->blocked) return v1;
   trace1 = x->trace;
   faults1 = x->faults;
   eu_buf_init(&x->trace);
@@ -1056,6 +1056,7 @@ static int l_explore(lua_State *L) {
   lua_getfield(L, 1, "reduction");
   s.reduce = s.mode == EU_MODE_DFS && (lua_isnil(L, -1) || lua_toboolean(L, -1));
   lua_pop(L, 1);
+  s.sweep = s.mode == EU_MODE_DFS;
   if (s.mode == EU_MODE_REPLAY && !s.replay) return luaL_error(L, "core.explore: replay needs a schedule");
   jobs = (int)opt_int(L, 1, "jobs", 1);
   s.on_counted = keep_run;
@@ -1119,6 +1120,10 @@ static int l_explore(lua_State *L) {
   lua_setfield(L, -2, "blocked");
   lua_pushinteger(L, s.races);
   lua_setfield(L, -2, "races");
+  lua_pushinteger(L, s.swept);
+  lua_setfield(L, -2, "sweepRuns");
+  lua_pushinteger(L, s.split_runs);
+  lua_setfield(L, -2, "splitRuns");
   if (s.verdict == EU_VIOLATED || s.mode == EU_MODE_REPLAY) {
     lua_pushstring(L, s.schedule);
     lua_setfield(L, -2, "schedule");

@@ -432,9 +432,9 @@ int eu_reducer_end_run(eu_reducer *r) {
 }
 
 int eu_reducer_backtrack(eu_reducer *r, const unsigned char *kinds, const unsigned char *arity,
-                         const unsigned char *choice, int len, int *branch) {
+                         const unsigned char *choice, int len, int floor, int *branch) {
   int q, k;
-  for (q = len - 1; q >= 0; q--) {
+  for (q = len - 1; q >= floor; q--) {
     rnode *nd = kinds[q] && q < r->capnodes ? r->nodes[q] : NULL;
     if (nd) {
       uint64_t avail;

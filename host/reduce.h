@@ -85,12 +85,13 @@ int eu_reducer_choose(eu_reducer *r, int replay, int *blocked);
 void eu_reducer_step_end(eu_reducer *r, const eu_fp *fp);
 /* After a complete run: reverses its races into backtrack sets. */
 int eu_reducer_end_run(eu_reducer *r);
-/* Where the next run branches: the deepest decision with a branch left.
- * kinds/arity/choice describe the path (kinds[i] 1 for an order decision);
- * returns the position, with *branch the branch to take, or -1 when the
- * tree is done. Decisions below the position are forgotten. */
+/* Where the next run branches: the deepest decision at floor or below it
+ * with a branch left. kinds/arity/choice describe the path (kinds[i] 1 for
+ * an order decision); returns the position, with *branch the branch to
+ * take, or -1 when the subtree is done. Decisions below the position are
+ * forgotten. */
 int eu_reducer_backtrack(eu_reducer *r, const unsigned char *kinds, const unsigned char *arity,
-                         const unsigned char *choice, int len, int *branch);
+                         const unsigned char *choice, int len, int floor, int *branch);
 /* Counters for the report: races reversed, runs blocked by sleep sets. */
 long eu_reducer_races(const eu_reducer *r);
 

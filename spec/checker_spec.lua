@@ -163,12 +163,15 @@ describe("eutaxy check --quiet", function()
 end)
 
 describe("eutaxy check --shard and -j", function()
-  local whole = check_json(FIXED .. NO_BUDGET)
+  -- Each shard reduces within its own subtrees, so only the full search's
+  -- counts add up exactly; the reduced shards explore at least as much.
+  local whole = check_json(FIXED .. NO_BUDGET .. " --no-reduction")
+  local reduced = check_json(FIXED .. NO_BUDGET)
 
   it("splits the fixed lease pool into three BOUNDED shards whose schedules add up", function()
     local sum, by_faults = 0, {}
     for k = 1, 3 do
-      local doc, code = check_json(FIXED .. " --shard " .. k .. "/3" .. NO_BUDGET)
+      local doc, code = check_json(FIXED .. " --shard " .. k .. "/3" .. NO_BUDGET .. " --no-reduction")
       assert.are.equal(0, code)
       assert.are.equal("BOUNDED", doc.verdict)
       sum = sum + doc.counts.schedules
@@ -181,10 +184,22 @@ describe("eutaxy check --shard and -j", function()
   end)
 
   it("explores as many schedules with two processes as with one", function()
-    local doc, code = check_json(FIXED .. " -j 2" .. NO_BUDGET)
+    local doc, code = check_json(FIXED .. " -j 2" .. NO_BUDGET .. " --no-reduction")
     assert.are.equal(0, code)
     assert.are.equal("BOUNDED", doc.verdict)
     assert.are.equal(whole.counts.schedules, doc.counts.schedules)
+  end)
+
+  it("reduces within each shard: BOUNDED, and no fewer schedules than one reduced search", function()
+    local sum = 0
+    for k = 1, 3 do
+      local doc, code = check_json(FIXED .. " --shard " .. k .. "/3" .. NO_BUDGET)
+      assert.are.equal(0, code)
+      assert.are.equal("BOUNDED", doc.verdict)
+      assert.is_true(doc.counts.reduction)
+      sum = sum + doc.counts.schedules
+    end
+    assert.is_true(sum >= reduced.counts.schedules and sum <= whole.counts.schedules, tostring(sum))
   end)
 
   it("still finds the planted bug in one of the shards, and with two processes", function()

@@ -493,6 +493,15 @@ local function seconds(ms)
   return string.format("%d.%03ds", ms // 1000, ms % 1000)
 end
 
+-- What a schedule count stands for: with reduction, one order of each set
+-- of turns that commute.
+local function reduction_line(r)
+  if not r.reduction then return "Orders: every order of tied events (--no-reduction)" end
+  return string.format("Orders: one of each set of orders that only swap independent turns "
+    .. "(%s reversed, %s stopped as covered); --no-reduction explores them all",
+    plural(r.races or 0, "race"), plural(r.blocked or 0, "run"))
+end
+
 local function report_text(r)
   local out = {}
   local function put(s) out[#out + 1] = s or "" end
@@ -530,6 +539,7 @@ local function report_text(r)
       plural(r.schedules, "schedule"), r.byFaults, r.elapsedMs))
     put("Bounds: " .. r.bounds)
     put("Faults: " .. r.faultKinds)
+    put(reduction_line(r))
     put()
     coverage_text(put, r.coverage)
   elseif r.verdict == "INCONCLUSIVE" then
@@ -619,6 +629,8 @@ local function run_check(o)
           first.runs, first.counted, first.elapsedMs, first.shrinkRuns
         result.coverage, result.faultsByKind, result.faultsTried = first.coverage, first.faultsByKind, first.faultsTried
         result.turnChecks = first.turnChecks
+        result.reduction, result.blocked, result.races = first.reduction, first.blocked, first.races
+        result.sweepRuns, result.splitRuns = first.sweepRuns, first.splitRuns
         if result.verdict ~= "VIOLATED" then
           err, kind, result = "the violating schedule " .. first.schedule .. " did not violate again on replay", "nondeterministic", nil
         end
@@ -636,6 +648,8 @@ local function run_check(o)
   r.schedules, r.byFaults, r.elapsedMs, r.shrinkRuns = total(result.counted), by_faults(result.counted),
     result.elapsedMs, result.shrinkRuns or 0
   r.runs, r.turnChecks = result.runs, result.turnChecks or 0
+  r.reduction, r.blocked, r.races = result.reduction, result.blocked, result.races
+  r.sweepRuns, r.splitRuns = result.sweepRuns, result.splitRuns
   -- a violation's schedule string starts with the fault cap of the tree it was found in
   r.coverage = coverage_rows(result.coverage, { maxFaults = b.maxFaultsPerRun,
     violatedWithoutFault = result.verdict == "VIOLATED" and (result.schedule or ""):match("^0:") ~= nil })
@@ -720,7 +734,9 @@ local function to_json(r)
     neverReachedReason = r.unreachedWhy,
     counts = r.schedules and { schedules = r.schedules, runs = r.runs, byFaults = json.array(r.byFaultsList),
                                shrinkRuns = r.shrinkRuns, elapsedMs = r.elapsedMs, faultsTried = r.faultsTried,
-                               faultsByKind = r.faultsByKind, turnChecks = r.turnChecks },
+                               faultsByKind = r.faultsByKind, turnChecks = r.turnChecks,
+                               reduction = r.reduction, blockedRuns = r.blocked, races = r.races,
+                               sweepRuns = r.sweepRuns, splitRuns = r.splitRuns },
     coverage = r.coverage and json.array(coverage_json(r.coverage)),
     timeline = r.timeline and json.array(r.timeline),
     bounds = r.boundsTable, faultKinds = r.faultKindsList and json.array(r.faultKindsList),

@@ -11,12 +11,14 @@ local eutaxy = require "eutaxy"
 ---@class Orders: eutaxy.DurableObject
 local Orders = eutaxy.DurableObject:extend("Orders")
 
+-- Orders arriving within a second share one batch per target.
+Orders.batchDelayMs = 1000
+
 function Orders:init()
   local env, storage = self.env, self.ctx.storage
   self.fanout = eutaxy.fanout {
     ctx = self.ctx,
-    -- Orders arriving within a second share one batch per target.
-    batchDelayMs = 1000,
+    batchDelayMs = self.batchDelayMs,
     targets = {
       email = {
         ackOnReturn = true,
