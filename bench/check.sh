@@ -8,6 +8,7 @@
 #   bench/check.sh --reset    # also wide-small with resets (89,124 schedules): what the fault costs
 #   bench/check.sh --only leases-fixed
 #   bench/check.sh --always   # also leases-fixed and wide-small with a sim.always added
+#   bench/check.sh --por      # instead: the partial-order workloads, each with and without reduction
 #
 # Exit 1 when a workload's verdict is not the expected one. See bench/README.md.
 set -euo pipefail
@@ -21,9 +22,10 @@ reset=0
 jobs=2
 only=""
 always=no
+por=no
 usage() {
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
-  echo "options: -n RUNS (default 3), --wide, --reset, -j JOBS for the parallel workload (default 2), --only NAME, --always"
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  echo "options: -n RUNS (default 3), --wide, --reset, -j JOBS for the parallel workload (default 2), --only NAME, --always, --por"
 }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -33,6 +35,7 @@ while [ $# -gt 0 ]; do
     -j) jobs="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
     --always) always=yes; shift ;;
+    --por) por=yes; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench/check.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -49,7 +52,7 @@ trap 'rm -rf "$tmp"' EXIT
 record="$tmp/runs.tsv"
 : > "$record"
 
-# name  expected-verdict  expected-schedules  jobs  scenario  [extra args]
+# name|expected-verdict|expected-schedules|jobs|scenario|extra arguments (optional)
 workloads=(
   "leases|VIOLATED|9|1|scenarios/lease-pool/leases.sim.lua"
   "leases-fixed|BOUNDED|23|1|scenarios/lease-pool/leases.fixed.sim.lua"
@@ -70,11 +73,27 @@ if [ "$always" = yes ]; then
               "wide-small-always|BOUNDED|20944|1|bench/check/wide/wide-small-always.sim.lua")
 fi
 
+# Partial-order reduction: the orders of turns that commute (bench/check/por)
+# and the fanout outbox (bench/check/outbox), each reduced and in full. The
+# full searches that do not end in reasonable time run under a budget.
+if [ "$por" = yes ]; then
+  workloads=("por-disjoint|BOUNDED|6|1|bench/check/por/disjoint.sim.lua"
+             "por-disjoint-full|INCONCLUSIVE|0|1|bench/check/por/disjoint.sim.lua|--no-reduction --budget-ms 60000"
+             "por-shared|BOUNDED|888|1|bench/check/por/shared.sim.lua"
+             "por-shared-full|BOUNDED|33120|1|bench/check/por/shared.sim.lua|--no-reduction"
+             "por-lock|BOUNDED|32|1|bench/check/por/lock.sim.lua"
+             "por-lock-full|BOUNDED|2696|1|bench/check/por/lock.sim.lua|--no-reduction"
+             "outbox|BOUNDED|11834|1|bench/check/outbox/outbox.sim.lua|--budget-ms 600000"
+             "outbox-full|INCONCLUSIVE|0|1|bench/check/outbox/outbox.sim.lua|--no-reduction --budget-ms 120000")
+fi
+
 echo "eutaxy: $bin ($("$bin" version 2>/dev/null || echo '?')), $runs run(s) per workload, $(nproc) cpu(s)"
 for w in "${workloads[@]}"; do
-  IFS='|' read -r name expect schedules njobs scenario <<< "$w"
+  extra=""
+  IFS='|' read -r name expect schedules njobs scenario extra <<< "$w"
   if [ -n "$only" ] && [ "$only" != "$name" ]; then continue; fi
   args=(check "$scenario" --json)
+  if [ -n "$extra" ]; then read -r -a more <<< "$extra"; args+=("${more[@]}"); fi
   if [ "$njobs" -gt 1 ]; then args+=(-j "$njobs"); fi
   for i in $(seq 1 "$runs"); do
     out="$tmp/$name.$i.json"

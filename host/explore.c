@@ -518,29 +518,41 @@ typedef struct fnode {
   int owner;
 } fnode;
 
-/* One random run under node's prefix: its estimate and the decision below it. */
+#define EU_SAMPLES 2   /* random runs a frontier node's estimate averages */
+
+/* Random runs under node's prefix: its estimate and the decision below it. */
 static int sample(eu_search *s, eu_run_fn fn, void *ud, int cap, fnode *node, char *err, size_t errlen) {
-  eu_chooser c;
-  int faults = 0, v, i;
-  uint64_t seed = mix((uint64_t)cap, node->p.len ? eu_hash64(node->p.c, (size_t)node->p.len, 3) : 0);
-  eu_chooser_init(&c, EU_MODE_RANDOM, seed);
-  if (choices_copy(&c.prefix, &node->p) != EU_OK) {
+  int k;
+  node->est = 0;
+  for (k = 0; k < EU_SAMPLES; k++) {
+    eu_chooser c;
+    int faults = 0, v, i;
+    double est = 1.0;
+    uint64_t seed = mix(mix((uint64_t)cap, (uint64_t)k),
+                        node->p.len ? eu_hash64(node->p.c, (size_t)node->p.len, 3) : 0);
+    eu_chooser_init(&c, EU_MODE_RANDOM, seed);
+    if (choices_copy(&c.prefix, &node->p) != EU_OK) {
+      eu_chooser_free(&c);
+      return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    }
+    v = fn(ud, &c, s->events, cap, &faults, err, errlen);
+    s->runs++;
+    s->split_runs++;
+    if (v < 0) {
+      eu_chooser_free(&c);
+      return v;
+    }
+    node->leaf = c.path.len <= node->p.len;
+    node->arity = node->leaf ? 0 : c.path.n[node->p.len];
+    node->kind = node->leaf || c.path.k[node->p.len] ? EU_CHOICE_ORDER : EU_CHOICE_FAULT;
+    for (i = node->p.len; i < c.path.len && est < 1e15; i++) est *= c.path.n[i];
+    node->est += est / EU_SAMPLES;
     eu_chooser_free(&c);
-    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    if (node->leaf) {
+      node->est = 1.0;  /* one run, whatever the draw */
+      break;
+    }
   }
-  v = fn(ud, &c, s->events, cap, &faults, err, errlen);
-  s->runs++;
-  s->split_runs++;
-  if (v < 0) {
-    eu_chooser_free(&c);
-    return v;
-  }
-  node->leaf = c.path.len <= node->p.len;
-  node->arity = node->leaf ? 0 : c.path.n[node->p.len];
-  node->kind = node->leaf || c.path.k[node->p.len] ? EU_CHOICE_ORDER : EU_CHOICE_FAULT;
-  node->est = 1.0;
-  for (i = node->p.len; i < c.path.len && node->est < 1e15; i++) node->est *= c.path.n[i];
-  eu_chooser_free(&c);
   return EU_OK;
 }
 
@@ -553,7 +565,7 @@ static void free_nodes(fnode *nodes, int n) {
 /* The frontier of this cap's tree, every node with its owner. */
 static int frontier(eu_search *s, eu_run_fn fn, void *ud, int cap, fnode **out, int *nout, char *err,
                     size_t errlen) {
-  int target = 16 * s->shard_n, n = 1, capn = 64, i, rc;
+  int target = 32 * s->shard_n, n = 1, capn = 64, i, rc;
   fnode *nodes = calloc((size_t)capn, sizeof *nodes);
   double *load;
   if (!nodes) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
