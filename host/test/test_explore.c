@@ -30,6 +30,7 @@ static void test_formats_and_parses_schedules(void) {
   ASSERT_STR_EQ(s, "0:-:012zZ");
   free(back.c);
   free(back.n);
+  free(back.k);
 }
 
 static void test_refuses_malformed_schedules(void) {
@@ -45,6 +46,7 @@ static void test_refuses_malformed_schedules(void) {
   }
   free(ch.c);
   free(ch.n);
+  free(ch.k);
 }
 
 /* A toy run: three binary decisions; a "fault" is choosing 1; the run
