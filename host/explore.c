@@ -17,16 +17,19 @@
  * schedule is. The tree does not count those runs again: a run is named by
  * its order decisions and the faults it took (run_key), whatever its cap.
  *
- * Shards split the tree into subtrees. Every shard grows the same frontier:
- * starting from the root, it samples a random run under each node (Knuth's
- * estimate of the subtree's size: the product of the branch counts on the
- * way down) and splits the node it estimates largest into its children,
- * until there are 16 nodes per shard. Nodes go to shards largest first, each
- * to the shard with the least estimated work so far; a shard then explores
- * its own subtrees and nothing else. The frontier costs each shard one run
- * per node it ever had. Within a subtree, partial-order reduction starts at
- * the subtree's root: what was decided above it is every shard's, and no
- * shard sees the others' runs.
+ * Shards split the runs by their faults. A run's fault set (each fault's
+ * point and kind) is the same in every order of its steps, so a shard that
+ * owns a set by its hash owns every run of it, however reordered, and
+ * partial-order reduction stays sound within a shard: a fault that would be
+ * the last a run may take is a branch only in the shard that owns the set it
+ * completes. Runs with fewer faults are every shard's way to its own, and
+ * counted by none but at their own cap; the fault-free tree is the first
+ * shard's. Without faults in play there are no sets to split by: every
+ * shard grows the same frontier instead, sampling a random run under each
+ * node (Knuth's estimate of its subtree's size: the product of the branch
+ * counts on the way down) and splitting the node it estimates largest, 32
+ * nodes a shard, and takes its own, largest first to the least loaded
+ * shard; reduction then starts at each subtree's root.
  */
 #include <errno.h>
 #include <poll.h>
@@ -49,6 +52,13 @@ int64_t eu_monotonic_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15u + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
 }
 
 /* ---- choice sequences ------------------------------------------------- */
@@ -103,6 +113,8 @@ void eu_chooser_free(eu_chooser *c) {
   choices_free(&c->prefix);
   free(c->labels);
   c->labels = NULL;
+  free(c->allow);
+  c->allow = NULL;
   eu_reducer_free(c->red);
   c->red = NULL;
 }
@@ -110,6 +122,8 @@ void eu_chooser_free(eu_chooser *c) {
 void eu_chooser_begin(eu_chooser *c, eu_world *w) {
   c->path.len = 0;
   c->mismatch = c->past_end = c->blocked = 0;
+  c->struck = 0;
+  c->fault_set = 0;
   c->world = w;
   if (c->red) eu_reducer_begin_run(c->red);
 }
@@ -156,9 +170,50 @@ static int note_label(eu_chooser *c, int i, const char *label) {
   return EU_OK;
 }
 
+/* A fault struck: its point (the whole label, deliveries and firings
+ * included: the same in every order of the run's steps) and its kind. A
+ * run's fault set is the sum of its marks, whatever order they struck in. */
+static uint64_t fault_mark(const char *label, int pick, uint64_t past) {
+  const char *p = label ? label : "";
+  return mix(mix(eu_hash64(p, strlen(p), 0xfa17), (uint64_t)pick), past);
+}
+
+/* Where the fault strikes in the run's partial order (reduce.h): it tells
+ * apart runs with the same faults, so that shards split them finer. */
+static uint64_t fault_past(eu_chooser *c) {
+  if (!c->red || !c->world) return 0;
+  return eu_reducer_past(c->red, eu_world_step_fp(c->world));
+}
+
+static int owner_of(uint64_t fault_set, int n) {
+  return (int)(mix(fault_set, 0x5a4du) % (uint64_t)n);
+}
+
+/* The branches decision i may take. With ownership split (own_n > 1), a
+ * fault that would be the run's last under its cap is taken only by the
+ * shard that owns the run's whole fault set: every run with cap faults
+ * belongs to one shard, by a set that no reordering of its steps changes. */
+static int note_allowed(eu_chooser *c, int i, int kind, int n, const char *label, uint64_t past) {
+  uint64_t m = n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1);
+  int b;
+  if (i >= c->capallow) {
+    int cap = c->capallow ? c->capallow * 2 : 64;
+    uint64_t *a = realloc(c->allow, (size_t)cap * sizeof *a);
+    if (!a) return EU_ENOMEM;
+    c->allow = a;
+    c->capallow = cap;
+  }
+  if (kind == EU_CHOICE_FAULT && c->own_n > 1 && c->struck + 1 == c->cap)
+    for (b = 1; b < n; b++)
+      if (owner_of(c->fault_set + fault_mark(label, b, past), c->own_n) != c->own_k) m &= ~((uint64_t)1 << b);
+  c->allow[i] = m;
+  return EU_OK;
+}
+
 int eu_chooser_choose(void *ud, int kind, int n, const char *label) {
   eu_chooser *c = ud;
   int i = c->path.len, pick;
+  uint64_t past = kind == EU_CHOICE_FAULT && c->own_n > 1 ? fault_past(c) : 0;
   if (n > EU_MAX_ARITY) n = EU_MAX_ARITY;  /* further ties wait for the next decision */
   if (c->red && kind == EU_CHOICE_ORDER && c->mode == EU_MODE_DFS) {
     int blocked = 0, replay = i < c->prefix.len ? c->prefix.c[i] : -1;
@@ -187,10 +242,15 @@ int eu_chooser_choose(void *ud, int kind, int n, const char *label) {
     pick = 0;
   }
   if (choices_push(&c->path, pick, n, kind) != EU_OK ||
-      (c->labels_on && kind == EU_CHOICE_FAULT && note_label(c, i, label) != EU_OK)) {
+      (c->labels_on && kind == EU_CHOICE_FAULT && note_label(c, i, label) != EU_OK) ||
+      note_allowed(c, i, kind, n, label, past) != EU_OK) {
     c->mismatch = 1;
     if (c->world) eu_world_stop(c->world);
     return 0;
+  }
+  if (kind == EU_CHOICE_FAULT && pick > 0) {
+    c->struck++;
+    c->fault_set += fault_mark(label, pick, past);
   }
   return pick;
 }
@@ -199,19 +259,25 @@ int eu_chooser_backtrack(eu_chooser *c, int floor) {
   int i = c->path.len - 1;
   if (c->red) {
     int branch = 0;
-    i = eu_reducer_backtrack(c->red, c->path.k, c->path.n, c->path.c, c->path.len, floor, &branch);
+    i = eu_reducer_backtrack(c->red, c->path.k, c->path.n, c->path.c, c->allow, c->path.len, floor, &branch);
     if (i < 0) return 0;
     if (choices_copy(&c->prefix, &c->path) != EU_OK) return 0;
     c->prefix.len = i + 1;
     c->prefix.c[i] = (unsigned char)branch;
     return 1;
   }
-  while (i >= floor && c->path.c[i] + 1 >= c->path.n[i]) i--;
-  if (i < floor) return 0;
-  if (choices_copy(&c->prefix, &c->path) != EU_OK) return 0;
-  c->prefix.len = i + 1;
-  c->prefix.c[i]++;
-  return 1;
+  for (; i >= floor; i--) {
+    int b;
+    for (b = c->path.c[i] + 1; b < c->path.n[i]; b++)
+      if (!c->allow || c->allow[i] >> b & 1) break;
+    if (b < c->path.n[i]) {
+      if (choices_copy(&c->prefix, &c->path) != EU_OK) return 0;
+      c->prefix.len = i + 1;
+      c->prefix.c[i] = (unsigned char)b;
+      return 1;
+    }
+  }
+  return 0;
 }
 
 /* ---- schedule strings ------------------------------------------------- */
@@ -346,13 +412,6 @@ static int found(eu_search *s, eu_chooser *c, int cap, int faults, char *err, si
 
 /* ---- run keys ---------------------------------------------------------- */
 
-static uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15u + (a << 6) + (a >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
-
 /* A run by its order decisions and the faults it took, each with the
  * number of fault points before it: the same run at a higher cap, where the
  * points after its last fault are decisions answered "none", has the same key. */
@@ -468,13 +527,13 @@ static int sweep(eu_search *s, eu_run_fn fn, void *ud, keyset *runs, held *h, ch
   keyset tried = { NULL, 0, 0 };
   eu_choices root = { NULL, NULL, NULL, 0, 0 };
   int head = 0, rc = EU_OK;
-  long index = 0;
   if (prefixes_push(&q, &root, 0, -1) != EU_OK) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   while (head < q.n && rc == EU_OK && !expired(s)) {
     eu_chooser c;
     int faults = 0, v, i, from = q.p[head].len;
     eu_chooser_init(&c, EU_MODE_DFS, 0);
     c.labels_on = 1;
+    c.cap = s->max_faults;
     if (choices_copy(&c.prefix, &q.p[head++]) != EU_OK) {
       eu_chooser_free(&c);
       rc = eu_err(err, errlen, EU_ENOMEM, "out of memory");
@@ -485,7 +544,8 @@ static int sweep(eu_search *s, eu_run_fn fn, void *ud, keyset *runs, held *h, ch
     s->swept++;
     if (v < 0) {
       rc = v;
-    } else if (keyset_add(runs, run_key(&c.path)) > 0 && index++ % s->shard_n == s->shard_k) {
+    } else if (keyset_add(runs, run_key(&c.path)) > 0 &&
+               (faults ? owner_of(c.fault_set, s->shard_n) : 0) == s->shard_k) {
       count(s, ud, faults);
       if (v == 1 && hold(h, &c, s->max_faults, faults, s->events) != EU_OK)
         rc = eu_err(err, errlen, EU_EINVAL, "a violating schedule of %d decisions is too long to report", c.path.len);
@@ -638,11 +698,16 @@ enum { TREE_DONE = 0, TREE_FOUND, TREE_EXPIRED };
 
 /* The subtree under prefix (the whole tree for an empty one), depth-first. */
 static int subtree(eu_search *s, eu_run_fn fn, void *ud, int cap, const eu_choices *prefix,
-                   const keyset *swept, int *outcome, char *err, size_t errlen) {
+                   const keyset *swept, int own, int *outcome, char *err, size_t errlen) {
   eu_chooser c;
   int rc = EU_OK, floor = prefix ? prefix->len : 0;
   *outcome = TREE_DONE;
   eu_chooser_init(&c, EU_MODE_DFS, 0);
+  c.cap = cap;
+  if (own) {
+    c.own_k = s->shard_k;
+    c.own_n = s->shard_n;
+  }
   if ((prefix && choices_copy(&c.prefix, prefix) != EU_OK) ||
       (s->reduce && eu_reducer_new(&c.red, floor) != EU_OK)) {
     eu_chooser_free(&c);
@@ -683,17 +748,26 @@ static int subtree(eu_search *s, eu_run_fn fn, void *ud, int cap, const eu_choic
   return rc;
 }
 
-/* One cap's tree: whole, or this shard's subtrees of the frontier. */
+/* One cap's tree, whole, or this shard's part of it. With faults in play,
+ * a shard takes the runs whose fault set it owns (note_allowed), and the
+ * fault-free tree is the first shard's; each explores the runs with fewer
+ * faults too, uncounted, to reach its own. Without faults, the shards split
+ * the frontier's subtrees. */
 static int tree(eu_search *s, eu_run_fn fn, void *ud, int cap, const keyset *swept, int *outcome,
                 char *err, size_t errlen) {
   fnode *nodes = NULL;
   int n = 0, i, rc;
-  if (s->shard_n <= 1) return subtree(s, fn, ud, cap, NULL, swept, outcome, err, errlen);
+  if (s->shard_n <= 1) return subtree(s, fn, ud, cap, NULL, swept, 0, outcome, err, errlen);
+  if (s->max_faults > 0) {
+    *outcome = TREE_DONE;
+    if (cap == 0 && s->shard_k != 0) return EU_OK;
+    return subtree(s, fn, ud, cap, NULL, swept, cap > 0, outcome, err, errlen);
+  }
   *outcome = TREE_DONE;
   if ((rc = frontier(s, fn, ud, cap, &nodes, &n, err, errlen)) != EU_OK) return rc;
   if (expired(s)) *outcome = TREE_EXPIRED;
   for (i = 0; i < n && rc == EU_OK && *outcome == TREE_DONE; i++)
-    if (nodes[i].owner == s->shard_k) rc = subtree(s, fn, ud, cap, &nodes[i].p, swept, outcome, err, errlen);
+    if (nodes[i].owner == s->shard_k) rc = subtree(s, fn, ud, cap, &nodes[i].p, swept, 0, outcome, err, errlen);
   free_nodes(nodes, n);
   return rc;
 }

@@ -50,6 +50,12 @@ typedef struct eu_chooser {
   eu_world *world;        /* the run's world, stopped when the run leaves the shard */
   eu_reducer *red;        /* dfs with partial-order reduction (reduce.h), or NULL */
   int labels_on;          /* keep the fault points of the path's decisions (the sweep) */
+  int cap;                /* the run's fault cap, for ownership */
+  int own_k, own_n;       /* own_n > 1: take only runs whose fault set shard own_k owns */
+  int struck;             /* faults the run took so far */
+  uint64_t fault_set;     /* their marks, summed: the same in any order */
+  uint64_t *allow;        /* [i]: the branches decision i may take */
+  int capallow;
   uint64_t *labels;       /* [i]: the point of fault decision i, hashed */
   int caplabels;
   int blocked;            /* the reducer stopped the run: every way on was covered */

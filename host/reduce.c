@@ -309,6 +309,26 @@ void eu_reducer_step_end(eu_reducer *r, const eu_fp *fp) {
   r->sleep = next;
 }
 
+uint64_t eu_reducer_past(eu_reducer *r, const eu_fp *partial) {
+  int m = r->nsteps - 1, a, k, j;
+  unsigned char *mark;
+  uint64_t h = 0;
+  if (m < 0 || !partial) return 0;
+  for (a = m; a > 0 && r->steps[a - 1].at == r->steps[m].at; a--) {}
+  if (m - a > EU_RACE_WINDOW || !(mark = calloc((size_t)(m - a + 1), 1))) return (uint64_t)a;
+  for (k = a; k < m; k++)
+    if (r->steps[m].creator == k || eu_fp_conflict(&r->steps[k].fp, partial)) mark[k - a] = 1;
+  for (k = m - 1; k >= a; k--) {
+    if (!mark[k - a]) continue;
+    h += eu_hash64(&r->steps[k].id, sizeof r->steps[k].id, 0x9a57);
+    for (j = a; j < k; j++)
+      if (!mark[j - a] && (r->steps[k].creator == j || eu_fp_conflict(&r->steps[j].fp, &r->steps[k].fp)))
+        mark[j - a] = 1;
+  }
+  free(mark);
+  return h ^ ((uint64_t)a * 0x9e3779b97f4a7c15u);
+}
+
 /* ---- race reversal ---------------------------------------------------- */
 
 #define BIT(v, i) ((v)[(i) >> 6] >> ((i) & 63) & 1)
@@ -432,7 +452,8 @@ int eu_reducer_end_run(eu_reducer *r) {
 }
 
 int eu_reducer_backtrack(eu_reducer *r, const unsigned char *kinds, const unsigned char *arity,
-                         const unsigned char *choice, int len, int floor, int *branch) {
+                         const unsigned char *choice, const uint64_t *allow, int len, int floor,
+                         int *branch) {
   int q, k;
   for (q = len - 1; q >= floor; q--) {
     rnode *nd = kinds[q] && q < r->capnodes ? r->nodes[q] : NULL;
@@ -445,9 +466,12 @@ int eu_reducer_backtrack(eu_reducer *r, const unsigned char *kinds, const unsign
           *branch = k;
           goto found;
         }
-    } else if (choice[q] + 1 < arity[q]) {
-      *branch = choice[q] + 1;
-      goto found;
+    } else {
+      for (k = choice[q] + 1; k < arity[q]; k++)
+        if (!allow || allow[q] >> k & 1) {
+          *branch = k;
+          goto found;
+        }
     }
   }
   return -1;

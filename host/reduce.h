@@ -87,11 +87,18 @@ void eu_reducer_step_end(eu_reducer *r, const eu_fp *fp);
 int eu_reducer_end_run(eu_reducer *r);
 /* Where the next run branches: the deepest decision at floor or below it
  * with a branch left. kinds/arity/choice describe the path (kinds[i] 1 for
- * an order decision); returns the position, with *branch the branch to
- * take, or -1 when the subtree is done. Decisions below the position are
- * forgotten. */
+ * an order decision), allow (or NULL) the branches each fault decision may
+ * take; returns the position, with *branch the branch to take, or -1 when
+ * the subtree is done. Decisions below the position are forgotten. */
 int eu_reducer_backtrack(eu_reducer *r, const unsigned char *kinds, const unsigned char *arity,
-                         const unsigned char *choice, int len, int floor, int *branch);
+                         const unsigned char *choice, const uint64_t *allow, int len, int floor,
+                         int *branch);
+/* The causal past of the step in progress, which has touched partial so
+ * far: the steps of its instant that happen before it, by the events they
+ * queued or what they touched, with the number of steps of earlier
+ * instants; hashed. Every order of the run's independent steps gives it the
+ * same past. */
+uint64_t eu_reducer_past(eu_reducer *r, const eu_fp *partial);
 /* Counters for the report: races reversed, runs blocked by sleep sets. */
 long eu_reducer_races(const eu_reducer *r);
 

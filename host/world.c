@@ -1624,6 +1624,8 @@ void eu_world_observe(eu_world *w, eu_object *o) {
   if (w->step_open) eu_fp_add(&w->fp, o->res, 0);
 }
 
+const eu_fp *eu_world_step_fp(eu_world *w) { return w->step_open ? &w->fp : NULL; }
+
 void eu_world_end_step(eu_world *w) {
   if (!w->step_open) return;
   w->step_open = 0;

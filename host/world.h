@@ -200,6 +200,8 @@ void eu_world_touch(eu_world *w, uint64_t res, int write);
 void eu_world_observe(eu_world *w, eu_object *o);
 /* Ends the step in progress, if one is: at the end of a run. */
 void eu_world_end_step(eu_world *w);
+/* What the step in progress touched so far, or NULL outside a step. */
+const eu_fp *eu_world_step_fp(eu_world *w);
 
 /* Faults and bounds of the run so far. */
 int eu_world_fault(eu_world *w, unsigned kinds, const char *label);  /* a fault point; 0 or the kind */
