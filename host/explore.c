@@ -18,7 +18,8 @@
  * its order decisions and the faults it took (run_key), whatever its cap.
  *
  * Shards split the runs by their faults. A run's fault set (each fault's
- * point and kind) is the same in every order of its steps, so a shard that
+ * point, kind and causal past: reduce.h) is the same in every order of its
+ * steps, so a shard that
  * owns a set by its hash owns every run of it, however reordered, and
  * partial-order reduction stays sound within a shard: a fault that would be
  * the last a run may take is a branch only in the shard that owns the set it
