@@ -62,6 +62,7 @@ local function parse_args(argv)
     elseif a == "--no-reduction" then o.no_reduction = true
     elseif a == "--budget-ms" then o.budget = count(a)
     elseif a == "--quiet" then o.quiet = true
+    elseif a == "--end-states" then o.end_states = true
     elseif a == "-h" or a == "--help" then o.help = true
     elseif a:sub(1, 1) == "-" then bad("unknown option %s", a)
     elseif o.file then bad("one scenario at a time (got %s and %s)", o.file, a)
@@ -70,6 +71,13 @@ local function parse_args(argv)
   end
   if not o.file and not o.help then bad("which scenario? %s", "eutaxy check SCENARIO.lua") end
   if o.replay and (o.random or o.shard_n) then bad("--replay runs one schedule: it cannot be combined with --random or --shard") end
+  -- The end states are gathered in this process, over a whole search: -j's
+  -- workers would keep theirs, and --random or --replay see no whole search.
+  if o.end_states then
+    if o.jobs > 1 then bad("--end-states gathers the end states in one process: it cannot be combined with -j %d", o.jobs) end
+    if o.random then bad("--end-states lists the end states of a whole search: it cannot be combined with --random") end
+    if o.replay then bad("--end-states lists the end states of a whole search: it cannot be combined with --replay") end
+  end
   return o
 end
 
@@ -283,7 +291,133 @@ local function probe(scenario, state, reached)
   return hit
 end
 
+-- ---- end states (--end-states) ---------------------------------------------
+--
+-- A testing aid: two searches of one scenario (with and without reduction)
+-- must reach the same set of end states. An end state is written as one
+-- canonical string, the same bytes exactly when the states are equal: no
+-- table iteration order, no addresses, floats printed exactly, and rows in
+-- an order of their own (SQL gives them in none), then hashed.
+
+-- One value, tagged by type so 1, 1.0 and "1" differ; a table's keys in the
+-- order of their own encodings.
+local function canonical(v, out)
+  local t = math.type(v) or type(v)
+  if t == "nil" then out[#out + 1] = "n"
+  elseif t == "boolean" then out[#out + 1] = v and "T" or "F"
+  elseif t == "integer" then out[#out + 1] = string.format("i%d;", v)
+  elseif t == "float" then
+    out[#out + 1] = v ~= v and "fnan;" or string.format("f%.17g;", v)
+  elseif t == "string" then out[#out + 1] = "s" .. #v .. ":" .. v
+  elseif t == "table" then
+    local entries = {}
+    for k, x in pairs(v) do
+      local ko, xo = {}, {}
+      canonical(k, ko)
+      canonical(x, xo)
+      entries[#entries + 1] = { table.concat(ko), table.concat(xo) }
+    end
+    table.sort(entries, function(a, b) return a[1] < b[1] end)
+    out[#out + 1] = "{"
+    for _, e in ipairs(entries) do out[#out + 1] = e[1] .. "=" .. e[2] end
+    out[#out + 1] = "}"
+  else
+    out[#out + 1] = "?" .. t  -- a function or userdata: its kind only, never its address
+  end
+end
+
+local function encode(v)
+  local out = {}
+  canonical(v, out)
+  return table.concat(out)
+end
+
+-- 64-bit FNV-1a of s, as 16 hex digits (Lua's integers wrap as FNV wants).
+local function fnv1a64(s)
+  local h = -3750763034362895579  -- 0xcbf29ce484222325
+  for i = 1, #s, 64 do
+    local bytes = { s:byte(i, math.min(i + 63, #s)) }
+    for j = 1, #bytes do h = (h ~ bytes[j]) * 1099511628211 end
+  end
+  return string.format("%016x", h)
+end
+
+local INTERNAL = { "_eutaxy_", "eutaxy_", "sqlite_" }
+
+local function is_internal(name)
+  local lower = name:lower()
+  for _, prefix in ipairs(INTERNAL) do
+    if lower:sub(1, #prefix) == prefix then return true end
+  end
+  return false
+end
+
+-- The objects a scenario names: its setup's (sql and kv), its invariants'
+-- tables and its rpc drive's targets, sorted. The world handle cannot list
+-- the objects a run made, so one the scenario never names is not seen.
+local function named_objects(scenario)
+  local seen, list = {}, {}
+  local function add(binding, name)
+    local key = encode({ binding, name })
+    if not seen[key] then
+      seen[key] = true
+      list[#list + 1] = { binding = binding, name = name, key = key }
+    end
+  end
+  for _, s in ipairs(scenario.setup) do
+    for name in pairs(s.sql or {}) do add(s.binding, name) end
+    for name in pairs(s.kv or {}) do add(s.binding, name) end
+  end
+  for _, inv in ipairs(scenario.invariants) do
+    if inv.table then add(inv.table.binding, inv.table.name) end
+  end
+  if scenario.drive.kind == "rpc" then
+    for _, c in ipairs(scenario.drive.calls) do add(c.binding, c.name) end
+  end
+  table.sort(list, function(a, b) return a.key < b.key end)
+  return list
+end
+
+-- One object's user tables: each with its columns and its rows, the rows
+-- sorted by their encodings (every column).
+local function object_state(w, object)
+  local hex = w:id_from_name(object.binding, object.name)
+  local names = w:exec(object.binding, hex, object.name,
+    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+  local tables = {}
+  for _, raw in ipairs(names.rows) do
+    local name = raw[1]
+    if not is_internal(name) then
+      local result = w:exec(object.binding, hex, object.name, "SELECT * FROM " .. seed.quote_ident(name))
+      local ncols = #result.columnNames
+      local rows = {}
+      for i, r in ipairs(result.rows) do
+        local out = {}
+        for c = 1, ncols do canonical(r[c], out) end
+        rows[i] = table.concat(out)
+      end
+      table.sort(rows)
+      tables[#tables + 1] = "t" .. encode(name) .. encode(result.columnNames) .. "[" .. table.concat(rows, ",") .. "]"
+    end
+  end
+  return "o" .. object.key .. table.concat(tables)
+end
+
+-- The digest of a run's end state: the named objects' tables, then the
+-- drive's answers as state.responses shows them.
+local function end_state(scenario, run)
+  local parts = {}
+  for _, object in ipairs(scenario.end_objects) do
+    local ok, text = pcall(object_state, run.world, object)
+    if not ok then bad("--end-states: reading DO:%s(%s): %s", object.binding, object.name, tostring(text)) end
+    parts[#parts + 1] = text
+  end
+  parts[#parts + 1] = "r" .. encode(responses(run.answers, scenario.drive.kind))
+  return fnv1a64(table.concat(parts))
+end
+
 local function check_run(scenario, run, reached)
+  if scenario.end_states and run.settled then scenario.end_states[end_state(scenario, run)] = true end
   if run.uncaught then
     return { invariant = "no-uncaught-errors", message = run.uncaught .. " (uncaught)" }
   end
@@ -540,6 +674,7 @@ local function report_text(r)
     put("Bounds: " .. r.bounds)
     put("Faults: " .. r.faultKinds)
     put(reduction_line(r))
+    if r.endStates then put(string.format("End states: %d distinct.", #r.endStates)) end
     put()
     coverage_text(put, r.coverage)
   elseif r.verdict == "INCONCLUSIVE" then
@@ -548,6 +683,7 @@ local function report_text(r)
     put(string.format("%s explored%s in %d ms; no violation among them.", plural(r.schedules, "schedule"),
       r.byFaults, r.elapsedMs))
     put("Bounds: " .. r.bounds)
+    if r.endStates then put(string.format("End states: %d distinct among them.", #r.endStates)) end
     put()
     if r.unreachedWhy then
       for _, name in ipairs(r.neverReached) do put(r.unreachedWord .. ": " .. name) end
@@ -586,6 +722,7 @@ local function run_check(o)
     if inv.kind == "sometimes" then scenario.probes[#scenario.probes + 1] = inv end
   end
   local reached = {}
+  if o.end_states then scenario.end_states, scenario.end_objects = {}, named_objects(scenario) end
   -- A client with no retries never resends: resend is no kind in play there.
   local kinds = {}
   for _, k in ipairs(scenario.faults or sim.FAULT_KINDS) do
@@ -679,6 +816,11 @@ local function run_check(o)
       plural(o.random, "schedule")) or string.format("The budget of %d ms ran out before every schedule was explored.",
       opts.budgetMs)
   end
+  if scenario.end_states then
+    r.endStates = {}
+    for digest in pairs(scenario.end_states) do r.endStates[#r.endStates + 1] = digest end
+    table.sort(r.endStates)
+  end
   if not o.replay and r.verdict ~= "VIOLATED" and #scenario.probes > 0 then
     local hit = set_of(result.reached)
     r.reached, r.neverReached = {}, {}
@@ -740,6 +882,7 @@ local function to_json(r)
     coverage = r.coverage and json.array(coverage_json(r.coverage)),
     timeline = r.timeline and json.array(r.timeline),
     bounds = r.boundsTable, faultKinds = r.faultKindsList and json.array(r.faultKindsList),
+    endStates = r.endStates and json.array(r.endStates), endStateCount = r.endStates and #r.endStates,
   }) .. "\n"
 end
 

@@ -45,6 +45,9 @@ help.commands = {
       { "--no-reduction", "explore every order of tied events, also those that only reorder independent turns" },
       { "--budget-ms MS", "the time budget (default: the scenario's bounds.budgetMs)" },
       { "--quiet", "print the verdict line only" },
+      { "--end-states", "testing aid: add endStates (the digests of the distinct end states: the tables "
+          .. "of the objects the scenario names, and the drive's answers) and endStateCount to --json; "
+          .. "one process only: not with -j N, --random or --replay" },
       { "-h, --help", "this text" },
     },
     exit = "0 BOUNDED, 1 VIOLATED (or NONDETERMINISTIC), 2 bad usage or scenario, "
