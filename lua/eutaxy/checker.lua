@@ -299,6 +299,17 @@ end
 -- table iteration order, no addresses, floats printed exactly, and rows in
 -- an order of their own (SQL gives them in none), then hashed.
 
+-- Lua's string < follows the locale's collation: canonical order compares bytes.
+local function bytewise_less(a, b)
+  if a == b then return false end
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = a:byte(i), b:byte(i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
 -- One value, tagged by type so 1, 1.0 and "1" differ; a table's keys in the
 -- order of their own encodings.
 local function canonical(v, out)
@@ -317,7 +328,7 @@ local function canonical(v, out)
       canonical(x, xo)
       entries[#entries + 1] = { table.concat(ko), table.concat(xo) }
     end
-    table.sort(entries, function(a, b) return a[1] < b[1] end)
+    table.sort(entries, function(a, b) return bytewise_less(a[1], b[1]) end)
     out[#out + 1] = "{"
     for _, e in ipairs(entries) do out[#out + 1] = e[1] .. "=" .. e[2] end
     out[#out + 1] = "}"
@@ -374,7 +385,7 @@ local function named_objects(scenario)
   if scenario.drive.kind == "rpc" then
     for _, c in ipairs(scenario.drive.calls) do add(c.binding, c.name) end
   end
-  table.sort(list, function(a, b) return a.key < b.key end)
+  table.sort(list, function(a, b) return bytewise_less(a.key, b.key) end)
   return list
 end
 
@@ -396,7 +407,7 @@ local function object_state(w, object)
         for c = 1, ncols do canonical(r[c], out) end
         rows[i] = table.concat(out)
       end
-      table.sort(rows)
+      table.sort(rows, bytewise_less)
       tables[#tables + 1] = "t" .. encode(name) .. encode(result.columnNames) .. "[" .. table.concat(rows, ",") .. "]"
     end
   end
@@ -819,7 +830,7 @@ local function run_check(o)
   if scenario.end_states then
     r.endStates = {}
     for digest in pairs(scenario.end_states) do r.endStates[#r.endStates + 1] = digest end
-    table.sort(r.endStates)
+    table.sort(r.endStates, bytewise_less)
   end
   if not o.replay and r.verdict ~= "VIOLATED" and #scenario.probes > 0 then
     local hit = set_of(result.reached)
