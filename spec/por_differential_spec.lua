@@ -108,6 +108,11 @@ local function differential(seed, dir)
   end
   summary.run = summary.run + 1
   if not reduced then return "the reduced search gave no verdict\n" .. both end
+  -- the explorer says which search it ran: one of each is no comparison
+  if full.counts.reduction ~= false or reduced.counts.reduction ~= true then
+    return string.format("the searches ran with reduction %s and %s, not false and true\n%s",
+      tostring(full.counts.reduction), tostring(reduced.counts.reduction), both)
+  end
   if reduced.verdict ~= full.verdict then
     return string.format("the verdicts differ: %s without reduction, %s with it\n%s", full.verdict,
       reduced.verdict, both)
