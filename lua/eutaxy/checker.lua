@@ -6,6 +6,7 @@
 -- the invariants' evaluation, and the report, as text or JSON.
 local core = require "eutaxy.core"
 local config = require "eutaxy.config"
+local fingerprint = require "eutaxy.fingerprint"
 local http = require "eutaxy.http"
 local json = require "eutaxy.json"
 local limits = require "eutaxy.limits"
@@ -607,7 +608,8 @@ local function coverage_rows(coverage, search)
       end
     end
     local row = { point = c.point, reached = c.reached, kinds = c.kinds, tried = c.tried,
-                  untried = untried, closed = closed, spent = spent_untried }
+                  untried = untried, closed = closed, spent = spent_untried,
+                  offered_open = c.open or {}, offered_spent = c.spent or {} }
     row.why = never_why(row, search)
     rows[#rows + 1] = row
   end
@@ -647,10 +649,40 @@ local function reduction_line(r)
     plural(r.races or 0, "race"), plural(r.blocked or 0, "run"))
 end
 
+-- "BOUNDED", or "BOUNDED in shard 2/3": a shard's verdict is its part's,
+-- and must not read as the scenario's.
+local function verdict_words(r)
+  if r.shard then return string.format("%s in shard %d/%d", r.verdict, r.shard.k, r.shard.n) end
+  return r.verdict
+end
+
+-- "9 schedules", "9 schedules of shard 2/3"
+local function schedules_words(r)
+  local words = plural(r.schedules, "schedule")
+  if r.shard then return words .. string.format(" of shard %d/%d", r.shard.k, r.shard.n) end
+  return words
+end
+
+local function elapsed_words(r)
+  return string.format("in %d ms", r.elapsedMs)
+end
+
+local function short_fingerprint(r)
+  return tostring(r.fingerprint):sub(1, 12)
+end
+
+-- What a shard report says after its counts.
+local function parts_text(put, r)
+  if r.shard then
+    put(string.format("Shard %d/%d explored only its part of the schedules: the scenario's verdict needs all %d.",
+      r.shard.k, r.shard.n, r.shard.n))
+  end
+end
+
 local function report_text(r)
   local out = {}
   local function put(s) out[#out + 1] = s or "" end
-  put(string.format("%s  %s  (seed %s)", r.verdict, r.scenario, tostring(r.seed)))
+  put(string.format("%s  %s  (seed %s)", verdict_words(r), r.scenario, tostring(r.seed)))
   if r.verdict == "VIOLATED" then
     put()
     put(string.format("Invariant %s is violated: %s", r.invariant, r.message))
@@ -674,27 +706,35 @@ local function report_text(r)
     put()
     -- a replay's stdout is the same bytes every time: its wall time goes to stderr
     if not r.replayed then
-      put(string.format("Found after %s%s in %d ms; shrunk in %s.", plural(r.schedules, "schedule"),
-        r.byFaults, r.elapsedMs, plural(r.shrinkRuns, "run")))
+      local where = r.shard
+      put(string.format("Found %safter %s%s %s; shrunk in %s.",
+        where and string.format("in shard %d/%d ", where.k, where.n) or "",
+        plural(r.schedules, "schedule"), r.byFaults,
+        elapsed_words(r), plural(r.shrinkRuns, "run")))
+      put("Fingerprint: " .. short_fingerprint(r))
     end
     put("Replay: " .. r.replay)
   elseif r.verdict == "BOUNDED" then
     put()
-    put(string.format("No invariant is violated in any of the %s within the bounds%s, explored in %d ms.",
-      plural(r.schedules, "schedule"), r.byFaults, r.elapsedMs))
+    put(string.format("No invariant is violated in any of the %s within the bounds%s, explored %s.",
+      schedules_words(r), r.byFaults, elapsed_words(r)))
+    parts_text(put, r)
     put("Bounds: " .. r.bounds)
     put("Faults: " .. r.faultKinds)
     put(reduction_line(r))
     if r.endStates then put(string.format("End states: %d distinct.", #r.endStates)) end
+    put("Fingerprint: " .. short_fingerprint(r))
     put()
     coverage_text(put, r.coverage)
   elseif r.verdict == "INCONCLUSIVE" then
     put()
     put(r.why)
-    put(string.format("%s explored%s in %d ms; no violation among them.", plural(r.schedules, "schedule"),
-      r.byFaults, r.elapsedMs))
+    put(string.format("%s explored%s %s; no violation among them.", schedules_words(r),
+      r.byFaults, elapsed_words(r)))
+    parts_text(put, r)
     put("Bounds: " .. r.bounds)
     if r.endStates then put(string.format("End states: %d distinct among them.", #r.endStates)) end
+    put("Fingerprint: " .. short_fingerprint(r))
     put()
     if r.unreachedWhy then
       for _, name in ipairs(r.neverReached) do put(r.unreachedWord .. ": " .. name) end
@@ -709,6 +749,12 @@ local function report_text(r)
   return table.concat(out, "\n") .. "\n"
 end
 
+local function unreached_why(count)
+  return "No explored schedule reached " .. (count == 1 and "this sometimes probe" or "these sometimes probes")
+    .. ": the path the scenario means to test never ran (a request to a path the worker does not serve, "
+    .. "a fault that never applies, a probe that reads the wrong row), so finding no violation says nothing about it."
+end
+
 -- ---- main -------------------------------------------------------------------
 
 -- core.explore raises when the world cannot be built (a worker that does not
@@ -720,6 +766,28 @@ local function explore(opts)
   if ok then return result, err, kind end
   if getmetatable(result) == Bad then error(result, 0) end
   bad("%s", (tostring(result):gsub("\n?stack traceback:.*$", "")))
+end
+
+-- The fingerprint of what this check explores (eutaxy.fingerprint): the
+-- files a run can load, and what else shapes the tree. The budget, -j and
+-- --check-determinism do not: they change how far or how fast, not what.
+local function fingerprint_of(o, scenario, dir, kinds, caps)
+  local b = scenario.bounds
+  local faults = {}
+  for i, k in ipairs(kinds) do faults[i] = k end
+  local options = {
+    scenario = o.file:match("[^/]*$"), seed = seed_number(scenario.seed), faults = json.array(faults),
+    retries = scenario.drive.retries, maxFaultsPerRun = b.maxFaultsPerRun, maxRedeliveries = b.maxRedeliveries,
+    maxConcurrentInvocations = b.maxConcurrentInvocations, maxEventsPerRun = b.maxEventsPerRun,
+    alarmsPerObject = caps, random = o.random, randomSeed = o.random and (o.seed or 1) or nil,
+    reduction = not o.no_reduction,
+  }
+  local ok, hash, inputs = pcall(fingerprint.compute, {
+    scenario = o.file, scenario_dir = dir, project = dirname(scenario.worker.entry), config = scenario.worker.config,
+    libdir = config.libdir(), version = core.version, options = options,
+  })
+  if not ok then bad("%s: fingerprint: %s", o.file, tostring(hash)) end
+  return hash, inputs
 end
 
 local function run_check(o)
@@ -753,7 +821,10 @@ local function run_check(o)
   }
   local caps = {}
   for _, s in ipairs(scenario.setup) do caps[s.binding] = s.alarmsPerObject end
+  local hash, inputs = fingerprint_of(o, scenario, dir, kinds, caps)
   local r = { scenario = scenario.name, seed = scenario.seed, file = o.file, bounds = bounds_line(scenario, opts.budgetMs),
+              fingerprint = hash, fingerprintInputs = inputs,
+              shard = o.shard_n and { k = o.shard_k + 1, n = o.shard_n, exhausted = false },
               faultKinds = #opts.faults > 0 and table.concat(opts.faults, ", ") or "none",
               faultKindsList = kinds,
               boundsTable = { maxFaultsPerRun = b.maxFaultsPerRun, maxRedeliveries = b.maxRedeliveries,
@@ -822,10 +893,11 @@ local function run_check(o)
     r.turn = v.turn
   end
   local bounded = r.verdict == "BOUNDED"
+  if r.shard then r.shard.exhausted = bounded end
   if r.verdict == "INCONCLUSIVE" then
     r.why = o.random and string.format("Random exploration of %s found no violation; that proves nothing about the rest.",
-      plural(o.random, "schedule")) or string.format("The budget of %d ms ran out before every schedule was explored.",
-      opts.budgetMs)
+      plural(o.random, "schedule")) or string.format("The budget of %d ms ran out before every schedule%s was explored.",
+      opts.budgetMs, o.shard_n and " of this shard" or "")
   end
   if scenario.end_states then
     r.endStates = {}
@@ -834,17 +906,16 @@ local function run_check(o)
   end
   if not o.replay and r.verdict ~= "VIOLATED" and #scenario.probes > 0 then
     local hit = set_of(result.reached)
-    r.reached, r.neverReached = {}, {}
+    r.probes, r.reached, r.neverReached = {}, {}, {}
     for i, p in ipairs(scenario.probes) do
       local list = hit[i] and r.reached or r.neverReached
       list[#list + 1] = p.name
+      r.probes[i] = p.name
     end
     if #r.neverReached > 0 then
       r.verdict = "INCONCLUSIVE"
       r.unreachedWord = o.shard_n and "not reached in this shard" or "never reached"
-      r.unreachedWhy = "No explored schedule reached " .. (#r.neverReached == 1 and "this sometimes probe" or "these sometimes probes")
-        .. ": the path the scenario means to test never ran (a request to a path the worker does not serve, "
-        .. "a fault that never applies, a probe that reads the wrong row), so finding no violation says nothing about it."
+      r.unreachedWhy = unreached_why(#r.neverReached)
       if o.shard_n then
         r.unreachedWhy = r.unreachedWhy .. " A shard cannot see the others: a probe may be reached in another one."
       end
@@ -871,7 +942,8 @@ local function coverage_json(rows)
   local list = {}
   for i, c in ipairs(rows) do
     list[i] = { point = c.point, reached = c.reached, kinds = json.array(c.kinds), tried = json.array(c.tried),
-                untried = json.array(c.untried), whyUntried = c.why }
+                untried = json.array(c.untried), whyUntried = c.why,
+                open = json.array(c.offered_open), spent = json.array(c.offered_spent) }
   end
   return list
 end
@@ -891,9 +963,12 @@ local function to_json(r)
                                reduction = r.reduction, blockedRuns = r.blocked, races = r.races,
                                sweepRuns = r.sweepRuns, splitRuns = r.splitRuns },
     coverage = r.coverage and json.array(coverage_json(r.coverage)),
-    timeline = r.timeline and json.array(r.timeline),
+    timeline = r.timeline and json.array(r.timeline), capped = r.capped,
     bounds = r.boundsTable, faultKinds = r.faultKindsList and json.array(r.faultKindsList),
     endStates = r.endStates and json.array(r.endStates), endStateCount = r.endStates and #r.endStates,
+    probes = r.probes and json.array(r.probes),
+    fingerprint = r.fingerprint, fingerprintInputs = r.fingerprintInputs,
+    shard = r.shard,
   }) .. "\n"
 end
 
@@ -930,7 +1005,7 @@ function checker.main(argv)
   if o.json then
     io.stdout:write(to_json(r))
   elseif o.quiet then
-    io.stdout:write(string.format("%s  %s\n", r.verdict, r.scenario))
+    io.stdout:write(string.format("%s  %s\n", verdict_words(r), r.scenario))
   elseif o.replay then
     io.stdout:write(report_replay(r))
     if r.elapsedMs then io.stderr:write(string.format("eutaxy check: replayed %s in %d ms\n", r.schedule, r.elapsedMs)) end
