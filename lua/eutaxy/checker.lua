@@ -10,6 +10,7 @@ local fingerprint = require "eutaxy.fingerprint"
 local http = require "eutaxy.http"
 local json = require "eutaxy.json"
 local limits = require "eutaxy.limits"
+local merge = require "eutaxy.merge"
 local seed = require "eutaxy.seed"
 local sim = require "eutaxy.check"
 
@@ -28,8 +29,12 @@ local function bad(fmt, ...)
   error(setmetatable({ message = string.format(fmt, ...) }, Bad), 0)
 end
 
+-- The options that shape an exploration, which --merge (reading reports) refuses.
+local EXPLORING = { "--replay", "--random", "--seed", "--shard", "-j", "--check-determinism", "--budget-ms",
+                    "--no-reduction", "--end-states" }
+
 local function parse_args(argv)
-  local o = { jobs = 1 }
+  local o = { jobs = 1, files = {}, given = {} }
   local i = 1
   local function value(flag)
     i = i + 1
@@ -44,6 +49,7 @@ local function parse_args(argv)
   end
   while i <= #argv do
     local a = argv[i]
+    o.given[a:match("^%-j%d+$") and "-j" or a == "--jobs" and "-j" or a] = true
     if a == "--replay" then o.replay = value(a)
     elseif a == "--json" then o.json = true
     elseif a == "--html" then o.html = value(a)
@@ -64,12 +70,23 @@ local function parse_args(argv)
     elseif a == "--budget-ms" then o.budget = count(a)
     elseif a == "--quiet" then o.quiet = true
     elseif a == "--end-states" then o.end_states = true
+    elseif a == "--merge" then o.merge = true
     elseif a == "-h" or a == "--help" then o.help = true
     elseif a:sub(1, 1) == "-" then bad("unknown option %s", a)
-    elseif o.file then bad("one scenario at a time (got %s and %s)", o.file, a)
-    else o.file = a end
+    else o.files[#o.files + 1] = a end
     i = i + 1
   end
+  if o.merge then
+    for _, flag in ipairs(EXPLORING) do
+      if o.given[flag] then bad("--merge adds up shards' reports: it explores nothing, so it takes no %s", flag) end
+    end
+    if #o.files == 0 and not o.help then
+      bad("--merge needs the shards' reports: %s", "eutaxy check --merge 1.json 2.json ...")
+    end
+    return o
+  end
+  if #o.files > 1 then bad("one scenario at a time (got %s and %s)", o.files[1], o.files[2]) end
+  o.file = o.files[1]
   if not o.file and not o.help then bad("which scenario? %s", "eutaxy check SCENARIO.lua") end
   if o.replay and (o.random or o.shard_n) then bad("--replay runs one schedule: it cannot be combined with --random or --shard") end
   -- The end states are gathered in this process, over a whole search: -j's
@@ -656,14 +673,19 @@ local function verdict_words(r)
   return r.verdict
 end
 
--- "9 schedules", "9 schedules of shard 2/3"
+-- "9 schedules", "9 schedules of shard 2/3", "23 schedules of the 3 shards"
 local function schedules_words(r)
   local words = plural(r.schedules, "schedule")
   if r.shard then return words .. string.format(" of shard %d/%d", r.shard.k, r.shard.n) end
+  if r.merged then return words .. string.format(" of the %d shards", r.merged.n) end
   return words
 end
 
+-- "in 20 ms", or for a merge the slowest shard's time and the sum.
 local function elapsed_words(r)
+  if r.merged then
+    return string.format("in %d ms (the slowest shard; %d ms in all)", r.elapsedMs, r.elapsedMsSum)
+  end
   return string.format("in %d ms", r.elapsedMs)
 end
 
@@ -674,8 +696,18 @@ end
 -- What a shard report says after its counts.
 local function parts_text(put, r)
   if r.shard then
-    put(string.format("Shard %d/%d explored only its part of the schedules: the scenario's verdict needs all %d.",
-      r.shard.k, r.shard.n, r.shard.n))
+    put(string.format("Shard %d/%d explored only its part of the schedules: merge the --json reports of all %d "
+      .. "shards (eutaxy check --merge) for the scenario's verdict.", r.shard.k, r.shard.n, r.shard.n))
+  end
+end
+
+-- A merge's shards, one line each: what each found, and in which file.
+local function merged_text(put, r)
+  if not r.merged then return end
+  put(string.format("Merged from %d shards:", r.merged.n))
+  for _, s in ipairs(r.merged.shards) do
+    put(string.format("  %d/%d  %-16s  %s  %d ms  %s", s.k, r.merged.n, s.verdict,
+      s.schedules and plural(s.schedules, "schedule") or "-", s.elapsedMs or 0, s.file))
   end
 end
 
@@ -706,11 +738,12 @@ local function report_text(r)
     put()
     -- a replay's stdout is the same bytes every time: its wall time goes to stderr
     if not r.replayed then
-      local where = r.shard
+      local where = r.shard or r.merged and r.merged.violation
       put(string.format("Found %safter %s%s %s; shrunk in %s.",
         where and string.format("in shard %d/%d ", where.k, where.n) or "",
-        plural(r.schedules, "schedule"), r.byFaults,
+        r.shard and plural(r.schedules, "schedule") or schedules_words(r), r.byFaults,
         elapsed_words(r), plural(r.shrinkRuns, "run")))
+      merged_text(put, r)
       put("Fingerprint: " .. short_fingerprint(r))
     end
     put("Replay: " .. r.replay)
@@ -725,6 +758,10 @@ local function report_text(r)
     if r.endStates then put(string.format("End states: %d distinct.", #r.endStates)) end
     put("Fingerprint: " .. short_fingerprint(r))
     put()
+    if r.merged then
+      merged_text(put, r)
+      put()
+    end
     coverage_text(put, r.coverage)
   elseif r.verdict == "INCONCLUSIVE" then
     put()
@@ -741,10 +778,18 @@ local function report_text(r)
       put(r.unreachedWhy)
       put()
     end
+    if r.merged then
+      merged_text(put, r)
+      put()
+    end
     coverage_text(put, r.coverage)
   elseif r.verdict == "NONDETERMINISTIC" then
     put()
     put(r.message)
+    if r.merged then
+      put()
+      merged_text(put, r)
+    end
   end
   return table.concat(out, "\n") .. "\n"
 end
@@ -925,6 +970,80 @@ local function run_check(o)
   return r
 end
 
+-- The report of `--merge`: the shards' reports added up (eutaxy.merge),
+-- in the shape run_check gives, so it prints as any report does.
+local function run_merge(o)
+  local ok, m = pcall(merge.shards, o.files)
+  if not ok then bad("--merge: %s", tostring(m)) end
+  local d = m.doc
+  local bt = d.bounds or {}
+  local budget = 0
+  for _, s in ipairs(m.shards) do budget = math.max(budget, s.doc.bounds and s.doc.bounds.budgetMs or 0) end
+  local caps = {}
+  for _, name in ipairs(seed.sorted_keys(bt.alarmsPerObject or {})) do caps[#caps + 1] = name .. " " .. bt.alarmsPerObject[name] end
+  local r = {
+    scenario = d.scenario, seed = d.seed, verdict = m.verdict, fingerprint = d.fingerprint,
+    fingerprintInputs = d.fingerprintInputs, faultKindsList = d.faultKinds or {},
+    boundsTable = { maxFaultsPerRun = bt.maxFaultsPerRun, maxRedeliveries = bt.maxRedeliveries,
+                    maxConcurrentInvocations = bt.maxConcurrentInvocations, budgetMs = budget,
+                    maxEventsPerRun = bt.maxEventsPerRun, alarmsPerObject = bt.alarmsPerObject },
+    bounds = string.format("maxFaultsPerRun %s, maxRedeliveries %s, maxConcurrentInvocations %s, alarmsPerObject %s, "
+      .. "budgetMs %d (the largest shard's)", tostring(bt.maxFaultsPerRun), tostring(bt.maxRedeliveries),
+      tostring(bt.maxConcurrentInvocations), #caps > 0 and table.concat(caps, ", ") or "-", budget),
+    schedules = total(m.counted), byFaults = by_faults(m.counted), runs = m.runs, turnChecks = m.turnChecks,
+    elapsedMs = m.elapsedMax, elapsedMsSum = m.elapsedSum, faultsTried = m.faultsTried, faultsByKind = m.faultsByKind,
+    shrinkRuns = m.violation and m.violation.counts.shrinkRuns or 0,
+    reduction = m.reduction, blocked = m.blockedRuns, races = m.races, sweepRuns = m.sweepRuns, splitRuns = m.splitRuns,
+    merged = { n = m.n, shards = {} },
+  }
+  r.faultKinds = #r.faultKindsList > 0 and table.concat(r.faultKindsList, ", ") or "none"
+  for _, s in ipairs(m.shards) do
+    r.merged.shards[#r.merged.shards + 1] = { k = s.k, file = s.file, verdict = s.doc.verdict,
+      schedules = s.doc.counts and s.doc.counts.schedules, elapsedMs = s.doc.counts and s.doc.counts.elapsedMs }
+  end
+  r.byFaultsList = {}
+  for i, n in ipairs(m.counted) do
+    if n > 0 then r.byFaultsList[#r.byFaultsList + 1] = { faults = i - 1, schedules = n } end
+  end
+  local v = m.violation
+  r.coverage = coverage_rows(m.coverage, { maxFaults = bt.maxFaultsPerRun or 0,
+    violatedWithoutFault = v ~= nil and (v.schedule or ""):match("^0:") ~= nil })
+  if v then
+    -- the violation as its shard reported it: its schedule replays without --shard
+    r.merged.violation = { k = m.violation_k, n = m.n }
+    r.invariant, r.message, r.columns, r.rows, r.capped, r.turn = v.invariant, v.message, v.columns, v.rows, v.capped, v.turn
+    r.schedule, r.events, r.faults, r.trace = v.schedule, v.events or {}, v.faults or {}, v.trace or {}
+    r.timeline, r.replay = v.timeline, v.replay
+  elseif m.nondeterministic then
+    local s = m.nondeterministic
+    r.message = string.format("Shard %d/%d (%s): %s", s.k, m.n, s.file, tostring(s.doc.message))
+  else
+    if m.probes then
+      r.probes, r.reached, r.neverReached = m.probes, {}, {}
+      for _, name in ipairs(m.probes) do
+        local list = m.reached[name] and r.reached or r.neverReached
+        list[#list + 1] = name
+      end
+    end
+    if r.verdict == "INCONCLUSIVE" then
+      local why = {}
+      for _, s in ipairs(m.incomplete) do
+        why[#why + 1] = string.format("Shard %d/%d (%s): %s", s.k, m.n, s.file,
+          tostring(s.doc.reason or "it did not explore its whole part."))
+      end
+      if r.neverReached and #r.neverReached > 0 then
+        r.unreachedWord, r.unreachedWhy = "never reached", unreached_why(#r.neverReached)
+        if #why == 0 then
+          why[1] = string.format("Every schedule within the bounds was explored by the %d shards, but a sometimes "
+            .. "probe was reached in none of them.", m.n)
+        end
+      end
+      r.why = table.concat(why, "\n")
+    end
+  end
+  return r
+end
+
 local function report_replay(r)
   local out = {}
   if r.verdict == "VIOLATED" then return report_text(r) end
@@ -958,8 +1077,8 @@ local function to_json(r)
     reached = r.reached and json.array(r.reached), neverReached = r.neverReached and json.array(r.neverReached),
     neverReachedReason = r.unreachedWhy,
     counts = r.schedules and { schedules = r.schedules, runs = r.runs, byFaults = json.array(r.byFaultsList),
-                               shrinkRuns = r.shrinkRuns, elapsedMs = r.elapsedMs, faultsTried = r.faultsTried,
-                               faultsByKind = r.faultsByKind, turnChecks = r.turnChecks,
+                               shrinkRuns = r.shrinkRuns, elapsedMs = r.elapsedMs, elapsedMsSum = r.elapsedMsSum,
+                               faultsTried = r.faultsTried, faultsByKind = r.faultsByKind, turnChecks = r.turnChecks,
                                reduction = r.reduction, blockedRuns = r.blocked, races = r.races,
                                sweepRuns = r.sweepRuns, splitRuns = r.splitRuns },
     coverage = r.coverage and json.array(coverage_json(r.coverage)),
@@ -968,7 +1087,8 @@ local function to_json(r)
     endStates = r.endStates and json.array(r.endStates), endStateCount = r.endStates and #r.endStates,
     probes = r.probes and json.array(r.probes),
     fingerprint = r.fingerprint, fingerprintInputs = r.fingerprintInputs,
-    shard = r.shard,
+    shard = r.shard, merged = r.merged and { n = r.merged.n, shards = json.array(r.merged.shards),
+                                              violation = r.merged.violation },
   }) .. "\n"
 end
 
@@ -985,7 +1105,7 @@ function checker.main(argv)
   end
   local r
   -- A scenario's mistake is reported plainly; anything else is eutaxy's and gets a traceback.
-  ok, r = xpcall(run_check, function(e)
+  ok, r = xpcall(o.merge and run_merge or run_check, function(e)
     if getmetatable(e) == Bad then return e end
     return debug.traceback(tostring(e), 2)
   end, o)

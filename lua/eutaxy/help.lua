@@ -26,7 +26,7 @@ local help = {}
 help.commands = {
   {
     name = "check",
-    synopsis = "SCENARIO.lua [options]",
+    synopsis = "SCENARIO.lua [options] | --merge SHARD.json...",
     summary = "explore a scenario's schedules under faults",
     description = "Loads a scenario (sim.defineScenario), runs its drive in virtual time, injects faults at "
       .. "every call, explores the schedules within its bounds depth-first (fewest faults first), one order of "
@@ -34,8 +34,8 @@ help.commands = {
       .. "its invariants at the end of every run (sim.always and sim.sometimes also after every turn that "
       .. "wrote). A violation is shrunk and printed with its schedule, its trace and the command that replays it. "
       .. "Every report carries a fingerprint of the scenario, the project's files, the options that shape the "
-      .. "search and eutaxy itself. A shard's report (--shard K/N) speaks only for its part: "
-      .. "BOUNDED in shard K/N.",
+      .. "search and eutaxy itself. A check split with --shard K/N over machines is one verdict again with "
+      .. "--merge: a shard's report speaks only for its part (BOUNDED in shard K/N).",
     options = {
       { "--replay SCHEDULE", "run one schedule (as a report prints it) and show its trace" },
       { "--json", "print the result as one JSON document" },
@@ -43,6 +43,7 @@ help.commands = {
       { "--random N", "explore N random schedules instead of all of them (never BOUNDED)" },
       { "--seed S", "the seed of --random (default 1)" },
       { "--shard K/N", "explore part K of N (1-based), reported as \"in shard K/N\": the N add up to the whole" },
+      { "--merge FILE...", "one verdict from the --json reports of all N shards (same fingerprint, each K once)" },
       { "-j N, --jobs N, -jN", "explore with N processes" },
       { "--check-determinism", "run every schedule twice and fail on any difference" },
       { "--no-reduction", "explore every order of tied events, also those that only reorder independent turns" },

@@ -304,8 +304,9 @@ function report_html.render(r)
   put('<body data-render="pending">')
   -- a shard's verdict is its part's, never the scenario's
   local part = r.shard and string.format(" in shard %d/%d", r.shard.k, r.shard.n) or ""
-  put(string.format('<h1><span class="verdict %s">%s</span>%s %s</h1>', esc(r.verdict or ""), esc(r.verdict or "?"),
-    esc(part), esc(r.scenario or "")))
+  local merged = r.merged and string.format(", merged from %d shards", r.merged.n) or ""
+  put(string.format('<h1><span class="verdict %s">%s</span>%s %s%s</h1>', esc(r.verdict or ""), esc(r.verdict or "?"),
+    esc(part), esc(r.scenario or ""), esc(merged)))
   put(string.format("<p>seed <code>%s</code>%s%s</p>", esc(r.seed), r.file and (" · scenario <code>" .. esc(r.file) .. "</code>") or "",
     r.fingerprint and (" · fingerprint <code>" .. esc(r.fingerprint:sub(1, 12)) .. "</code>") or ""))
   if r.verdict == "VIOLATED" or r.verdict == "HOLDS" then
