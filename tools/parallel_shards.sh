@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# tools/parallel_shards.sh: one check split into N shards run by GNU parallel
+# on this machine, then merged (eutaxy check --merge), as README's "Splitting
+# a check over machines" does over hosts with parallel -S.
+#
+# Checks that the merge answers EXPECT (BOUNDED or VIOLATED) with its exit
+# code, and against the same check run whole:
+#   BOUNDED   the merged schedules, schedules by fault count and coverage are
+#             the whole check's (the shards' parts are disjoint and cover it);
+#   VIOLATED  the whole check is VIOLATED too, and the merged report's
+#             schedule replays without --shard as VIOLATED.
+#
+# usage: tools/parallel_shards.sh [-b BIN] [-n N] SCENARIO EXPECT
+#   BIN  the eutaxy binary (default build/eutaxy; the valgrind wrapper works)
+#   N    how many shards (default 3)
+# Exit: 0 all held, 1 something did not (said on stderr), 2 usage.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bin=build/eutaxy
+n=3
+usage() {
+  echo "usage: tools/parallel_shards.sh [-b BIN] [-n N] SCENARIO BOUNDED|VIOLATED" >&2
+  exit 2
+}
+while getopts "b:n:" opt; do
+  case $opt in
+    b) bin=$OPTARG ;;
+    n) n=$OPTARG ;;
+    *) usage ;;
+  esac
+done
+shift $((OPTIND - 1))
+[ $# -eq 2 ] || usage
+scenario=$1
+expect=$2
+case $expect in
+  BOUNDED) expect_code=0 ;;
+  VIOLATED) expect_code=1 ;;
+  *) usage ;;
+esac
+[[ $n =~ ^[1-9][0-9]*$ ]] || usage
+command -v parallel >/dev/null || { echo "parallel_shards: GNU parallel is not installed (.ci/packages)" >&2; exit 1; }
+
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+# A budget no run reaches: a slow machine (or valgrind) changes no verdict.
+budget="--budget-ms 600000"
+
+fail() {
+  echo "parallel_shards: $scenario: $*" >&2
+  exit 1
+}
+
+# Each shard's exit is its own verdict's (1 for VIOLATED), which parallel
+# counts as a failed job: what counts is that every report is written.
+shards=()
+for k in $(seq 1 "$n"); do shards+=("$k"); done
+parallel --will-cite --jobs "$n" "$bin check $scenario --shard {}/$n --json $budget > $dir/{}.json" ::: "${shards[@]}"
+for k in "${shards[@]}"; do
+  [ -s "$dir/$k.json" ] || fail "shard $k/$n wrote no report"
+done
+
+"$bin" check --merge "$dir"/*.json --json > "$dir/merged.json"
+code=$?
+[ "$code" -eq "$expect_code" ] || fail "the merge exited $code, expected $expect_code"
+"$bin" check "$scenario" --json $budget > "$dir/whole.json"
+
+# The comparisons read JSON, so they run in eutaxy's own Lua.
+"$bin" run /dev/stdin "$dir/merged.json" "$dir/whole.json" "$expect" <<'LUA'
+local json = require "eutaxy.json"
+local function load(path)
+  local f = assert(io.open(path))
+  local doc = json.decode(f:read("a"))
+  f:close()
+  return doc
+end
+local merged, whole, expect = load(arg[1]), load(arg[2]), arg[3]
+local function check(ok, fmt, ...)
+  if not ok then
+    io.stderr:write("parallel_shards: ", string.format(fmt, ...), "\n")
+    os.exit(1)
+  end
+end
+check(merged.verdict == expect, "the merge says %s, expected %s", tostring(merged.verdict), expect)
+check(whole.verdict == expect, "the whole check says %s, expected %s", tostring(whole.verdict), expect)
+check(merged.fingerprint == whole.fingerprint, "the merge's fingerprint is not the whole check's")
+if expect == "BOUNDED" then
+  check(merged.counts.schedules == whole.counts.schedules, "the shards explored %d schedules, the whole check %d",
+    merged.counts.schedules, whole.counts.schedules)
+  check(json.encode(merged.counts.byFaults) == json.encode(whole.counts.byFaults),
+    "schedules by fault count: merged %s, whole %s", json.encode(merged.counts.byFaults), json.encode(whole.counts.byFaults))
+  check(json.encode(merged.coverage) == json.encode(whole.coverage), "the merged coverage is not the whole check's")
+else
+  check(type(merged.schedule) == "string" and merged.replay:find(merged.schedule, 1, true) ~= nil,
+    "the merged violation has no replay command")
+  check(not merged.replay:find("--shard", 1, true), "the replay command names a shard: %s", merged.replay)
+end
+LUA
+[ $? -eq 0 ] || exit 1
+
+if [ "$expect" = VIOLATED ]; then
+  schedule=$("$bin" run /dev/stdin "$dir/merged.json" <<'LUA'
+local f = assert(io.open(arg[1]))
+io.write(require("eutaxy.json").decode(f:read("a")).schedule)
+f:close()
+LUA
+)
+  replay=$("$bin" check "$scenario" --replay "$schedule" --quiet 2>/dev/null)
+  [[ $replay == "VIOLATED  "* ]] || fail "the merged schedule $schedule does not replay as VIOLATED: $replay"
+fi
+echo "parallel_shards: $scenario: $n shards merged: $expect"
