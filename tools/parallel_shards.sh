@@ -52,16 +52,19 @@ fail() {
   exit 1
 }
 
+# The command README gives for hosts (parallel -S host1,host2), on this one:
+# --results keeps each shard's stdout, its --json report, in shard-K.out.
 # Each shard's exit is its own verdict's (1 for VIOLATED), which parallel
 # counts as a failed job: what counts is that every report is written.
 shards=()
 for k in $(seq 1 "$n"); do shards+=("$k"); done
-parallel --will-cite --jobs "$n" "$bin check $scenario --shard {}/$n --json $budget > $dir/{}.json" ::: "${shards[@]}"
+parallel --will-cite --jobs "$n" --results "$dir/shard-{}.out" \
+  "$bin" check "$scenario" --shard {}/"$n" --json $budget ::: "${shards[@]}"
 for k in "${shards[@]}"; do
-  [ -s "$dir/$k.json" ] || fail "shard $k/$n wrote no report"
+  [ -s "$dir/shard-$k.out" ] || fail "shard $k/$n wrote no report"
 done
 
-"$bin" check --merge "$dir"/*.json --json > "$dir/merged.json"
+"$bin" check --merge "$dir"/shard-*.out --json > "$dir/merged.json"
 code=$?
 [ "$code" -eq "$expect_code" ] || fail "the merge exited $code, expected $expect_code"
 "$bin" check "$scenario" --json $budget > "$dir/whole.json"
