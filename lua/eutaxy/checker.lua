@@ -705,9 +705,15 @@ end
 local function merged_text(put, r)
   if not r.merged then return end
   put(string.format("Merged from %d shards:", r.merged.n))
-  for _, s in ipairs(r.merged.shards) do
-    put(string.format("  %d/%d  %-16s  %s  %d ms  %s", s.k, r.merged.n, s.verdict,
-      s.schedules and plural(s.schedules, "schedule") or "-", s.elapsedMs or 0, s.file))
+  local rows, width = {}, { 0, 0, 0, 0 }
+  for i, s in ipairs(r.merged.shards) do
+    rows[i] = { string.format("%d/%d", s.k, r.merged.n), s.verdict,
+                s.schedules and plural(s.schedules, "schedule") or "-", string.format("%d ms", s.elapsedMs or 0), s.file }
+    for c = 1, 4 do width[c] = math.max(width[c], #rows[i][c]) end
+  end
+  for _, row in ipairs(rows) do
+    put(string.format("  %" .. width[1] .. "s  %-" .. width[2] .. "s  %" .. width[3] .. "s  %" .. width[4] .. "s  %s",
+      table.unpack(row)))
   end
 end
 
