@@ -708,7 +708,7 @@ local function merged_text(put, r)
   local rows, width = {}, { 0, 0, 0, 0 }
   for i, s in ipairs(r.merged.shards) do
     rows[i] = { string.format("%d/%d", s.k, r.merged.n), s.verdict,
-                s.schedules and plural(s.schedules, "schedule") or "-", string.format("%d ms", s.elapsedMs or 0), s.file }
+                s.schedules and plural(s.schedules, "schedule") or "-", s.elapsedMs and string.format("%d ms", s.elapsedMs) or "-", s.file }
     for c = 1, 4 do width[c] = math.max(width[c], #rows[i][c]) end
   end
   for _, row in ipairs(rows) do
