@@ -20,7 +20,7 @@ local function sh(command)
   return (out:gsub("%s+$", ""))
 end
 
--- A folder of this spec's own, removed by the after_each of the describe that made it.
+-- A folder of this spec's own, removed by the describe that made it.
 local function temp_dir()
   return sh("mktemp -d")
 end
@@ -31,13 +31,13 @@ local function write(path, text)
   f:close()
 end
 
--- Runs the N shards of args, each --json into dir/K.json; returns the paths in shard order.
-local function shards(dir, args, n)
+-- Runs the N shards of args, each --json into PREFIX..K.json; returns the paths in shard order.
+local function shards(prefix, args, n)
   local files = {}
   for k = 1, n do
     local out, err, code = check(args .. " --shard " .. k .. "/" .. n .. " --json" .. NO_BUDGET)
     assert(code <= 3, err)
-    files[k] = dir .. "/" .. k .. ".json"
+    files[k] = prefix .. k .. ".json"
     write(files[k], out)
   end
   return files
@@ -59,7 +59,7 @@ describe("a shard's report", function()
     local out, err, code = check(FIXED .. " --shard 2/3" .. NO_BUDGET)
     assert.are.equal(0, code, err)
     assert.are.equal("BOUNDED in shard 2/3  leases-fixed  (seed leases-fixed)", lines(out)[1])
-    assert.matches("\nNo invariant is violated in any of the %d+ schedules of shard 2/3 within the bounds", out)
+    assert.matches("\nNo invariant is violated in any of the %d+ schedules? of shard 2/3 within the bounds", out)
     assert.is_true(has_line(out, "Shard 2/3 explored only its part of the schedules: merge the --json reports of "
       .. "all 3 shards (eutaxy check --merge) for the scenario's verdict."), out)
     local quiet = check(FIXED .. " --shard 2/3 --quiet" .. NO_BUDGET)
@@ -89,7 +89,7 @@ describe("a shard's report", function()
       if code == 1 then
         found = true
         assert.are.equal("VIOLATED in shard " .. k .. "/3  leases  (seed leases)", lines(out)[1])
-        assert.matches("\nFound in shard " .. k .. "/3 after %d+ schedules", out)
+        assert.matches("\nFound in shard " .. k .. "/3 after %d+ schedules? ", out)
         local all = lines(out)
         assert.is_nil(all[#all]:find("--shard", 1, true))
       end
@@ -99,7 +99,8 @@ describe("a shard's report", function()
 end)
 
 describe("the fingerprint", function()
-  local dir
+  local dir, base
+  lazy_setup(function() base = check_json(FIXED .. NO_BUDGET) end)
   before_each(function() dir = temp_dir() end)
   after_each(function() os.execute("rm -rf " .. dir) end)
 
@@ -114,7 +115,7 @@ describe("the fingerprint", function()
   end
 
   it("is 16 hex digits in JSON, with what it hashed, and its first 12 in the text", function()
-    local doc = check_json(FIXED .. NO_BUDGET)
+    local doc = base
     assert.matches("^%x+$", doc.fingerprint)
     assert.are.equal(16, #doc.fingerprint)
     local files = doc.fingerprintInputs.files
@@ -127,24 +128,25 @@ describe("the fingerprint", function()
   end)
 
   it("is the same in two processes, from another folder, and for a copy of the project elsewhere", function()
-    local a = check_json(FIXED .. NO_BUDGET).fingerprint
-    local b = check_json(FIXED .. NO_BUDGET).fingerprint
-    assert.are.equal(a, b)
+    local a = base.fingerprint
+    assert.are.equal(a, check_json(FIXED .. NO_BUDGET).fingerprint)
     assert.are.equal(a, (fingerprint_in("scenarios/lease-pool", "leases.fixed.sim.lua")))
     sh("cp -R scenarios/lease-pool " .. dir .. "/copy")
     assert.are.equal(a, (fingerprint_in(dir .. "/copy", "leases.fixed.sim.lua")))
     assert.are.equal(a, (fingerprint_in(dir, "copy/leases.fixed.sim.lua")))
   end)
 
-  it("does not change with the budget or the processes, and changes with --random and its seed", function()
-    local a = check_json(FIXED .. NO_BUDGET).fingerprint
+  it("does not change with the budget, the processes or the shard, and changes with what shapes the tree", function()
+    local a = base.fingerprint
     assert.are.equal(a, check_json(FIXED .. " -j 2" .. NO_BUDGET).fingerprint)
     assert.are.equal(a, check_json(FIXED .. " --budget-ms 500000").fingerprint)
     assert.are.equal(a, check_json(FIXED .. " --shard 2/3" .. NO_BUDGET).fingerprint)
     local r1 = check_json(FIXED .. " --random 3 --seed 1").fingerprint
     local r2 = check_json(FIXED .. " --random 3 --seed 2").fingerprint
+    local full = check_json(FIXED .. " --no-reduction" .. NO_BUDGET).fingerprint
     assert.are_not.equal(a, r1)
     assert.are_not.equal(r1, r2)
+    assert.are_not.equal(a, full)
   end)
 
   it("changes when a file of the worker changes, and when the scenario does", function()
@@ -156,62 +158,87 @@ describe("the fingerprint", function()
     assert.are_not.equal(before, after)
     write(dir .. "/copy/leases.fixed.sim.lua", process.read(FIXED):gsub("leases%-fixed", "leases-fixed-2"))
     assert.are_not.equal(after, (fingerprint_in(dir .. "/copy", "leases.fixed.sim.lua")))
-    assert.are_not.equal(check_json(LEASES .. NO_BUDGET).fingerprint, check_json(FIXED .. NO_BUDGET).fingerprint)
+    assert.are_not.equal(check_json(LEASES .. NO_BUDGET).fingerprint, base.fingerprint)
   end)
 end)
 
 describe("eutaxy check --merge", function()
-  local dir
-  before_each(function() dir = temp_dir() end)
-  after_each(function() os.execute("rm -rf " .. dir) end)
+  -- One set of shards of each kind serves every test that only reads them.
+  local dir, reduced, whole, full, planted
+  lazy_setup(function()
+    dir = temp_dir()
+    reduced = shards(dir .. "/reduced-", FIXED, 3)
+    whole = check_json(FIXED .. NO_BUDGET)
+    full = shards(dir .. "/full-", FIXED .. " --no-reduction", 3)
+    planted = shards(dir .. "/planted-", LEASES, 3)
+  end)
+  lazy_teardown(function() os.execute("rm -rf " .. dir) end)
 
-  it("adds the shards of a BOUNDED check up to the whole check: verdict, counts and coverage", function()
-    local whole = check_json(FIXED .. NO_BUDGET)
-    local files = shards(dir, FIXED, 3)
+  -- the merge of files has the whole check's verdict, counts and coverage
+  local function same_as_whole(files, one)
     local doc, code = merge_json(files)
     assert.are.equal(0, code)
     assert.are.equal("BOUNDED", doc.verdict)
     assert.is_nil(doc.shard)
-    assert.are.equal(whole.fingerprint, doc.fingerprint)
-    assert.are.equal(whole.counts.schedules, doc.counts.schedules)
-    assert.are.same(whole.counts.byFaults, doc.counts.byFaults)
-    assert.are.same(whole.counts.faultsByKind, doc.counts.faultsByKind)
-    assert.are.equal(whole.counts.faultsTried, doc.counts.faultsTried)
-    assert.are.same(whole.coverage, doc.coverage)
+    assert.are.equal(one.fingerprint, doc.fingerprint)
+    assert.are.equal(one.counts.schedules, doc.counts.schedules)
+    assert.are.same(one.counts.byFaults, doc.counts.byFaults)
+    assert.are.same(one.counts.faultsByKind, doc.counts.faultsByKind)
+    assert.are.equal(one.counts.faultsTried, doc.counts.faultsTried)
+    assert.are.same(one.coverage, doc.coverage)
+    return doc
+  end
+
+  it("adds the shards of a BOUNDED check up to the whole check: verdict, counts and coverage", function()
+    local doc = same_as_whole(reduced, whole)
+    assert.is_true(doc.counts.reduction)
     assert.are.equal(3, doc.merged.n)
     local sum, slowest = 0, 0
     for k, s in ipairs(doc.merged.shards) do
       assert.are.equal(k, s.k)
-      assert.are.equal(files[k], s.file)
+      assert.are.equal(reduced[k], s.file)
       sum, slowest = sum + s.elapsedMs, math.max(slowest, s.elapsedMs)
     end
     assert.are.equal(sum, doc.counts.elapsedMsSum)
     assert.are.equal(slowest, doc.counts.elapsedMs)
   end)
 
+  it("adds them up to the whole check under --no-reduction too", function()
+    local doc = same_as_whole(full, check_json(FIXED .. " --no-reduction" .. NO_BUDGET))
+    assert.is_false(doc.counts.reduction)
+    assert.are_not.equal(whole.fingerprint, doc.fingerprint)
+  end)
+
+  it("explores no fewer schedules than the whole check where no fault is in play (subtrees reduced alone)", function()
+    local one = check_json(PROPS .. "order_reached.sim.lua" .. NO_BUDGET)
+    local doc, code = merge_json(shards(dir .. "/faultless-", PROPS .. "order_reached.sim.lua", 3))
+    assert.are.equal(0, code)
+    assert.are.equal("BOUNDED", doc.verdict)
+    assert.is_true(doc.counts.schedules >= one.counts.schedules, doc.counts.schedules .. " < " .. one.counts.schedules)
+  end)
+
   it("prints the merge as a report of the whole, with the shards it came from", function()
-    local whole = check(FIXED .. NO_BUDGET)
-    local files = shards(dir, FIXED, 3)
-    local out, err, code = merge(files)
+    local text = check(FIXED .. NO_BUDGET)
+    local out, err, code = merge(reduced)
     assert.are.equal(0, code, err)
     assert.are.equal("BOUNDED  leases-fixed  (seed leases-fixed)", lines(out)[1])
-    local schedules = whole:match("any of the (%d+) schedules")
+    local schedules = text:match("any of the (%d+) schedules")
     assert.matches("\nNo invariant is violated in any of the " .. schedules .. " schedules of the 3 shards within the bounds", out)
     assert.is_true(has_line(out, "Merged from 3 shards:"), out)
-    assert.matches("\n  1/3  BOUNDED +%d+ schedules? +%d+ ms  " .. files[1]:gsub("%p", "%%%0") .. "\n", out)
+    assert.matches("\n  1/3  BOUNDED +%d+ schedules? +%d+ ms  " .. reduced[1]:gsub("%p", "%%%0") .. "\n", out)
     -- the coverage is the whole check's, line for line
-    assert.are.equal(whole:match("\nCoverage.*$"), out:match("\nCoverage.*$"))
-    assert.are.equal("BOUNDED  leases-fixed\n", (merge(files, " --quiet")))
+    assert.are.equal(text:match("\nCoverage.*$"), out:match("\nCoverage.*$"))
+    assert.are.equal("BOUNDED  leases-fixed\n", (merge(reduced, " --quiet")))
   end)
 
   it("finds the planted bug if a shard did, and prints it with a replay that needs no --shard", function()
-    local files = shards(dir, LEASES, 3)
-    local doc, code = merge_json(files)
+    local doc, code = merge_json(planted)
     assert.are.equal(1, code)
     assert.are.equal("VIOLATED", doc.verdict)
     assert.are.equal("one-runner-per-request", doc.invariant)
     assert.are.equal(1, #doc.faults)
-    local from = cjson.decode(process.read(files[doc.merged.violation.k]))
+    local k = math.tointeger(doc.merged.violation.k)
+    local from = cjson.decode(process.read(planted[k]))
     assert.are.equal("VIOLATED", from.verdict)
     assert.are.same(from.trace, doc.trace)
     assert.are.equal(from.replay, doc.replay)
@@ -219,22 +246,21 @@ describe("eutaxy check --merge", function()
     local again, again_code = check_json(LEASES .. " --replay " .. doc.schedule)
     assert.are.equal(1, again_code)
     assert.are.same(doc.trace, again.trace)
-    local out = merge(files)
+    local out = merge(planted)
     local all = lines(out)
     assert.are.equal("VIOLATED  leases  (seed leases)", all[1])
-    assert.matches("\nFound in shard " .. math.tointeger(doc.merged.violation.k) .. "/3 after %d+ schedules of the 3 shards", out)
+    assert.matches("\nFound in shard " .. k .. "/3 after %d+ schedules? of the 3 shards", out)
     assert.are.equal("Replay: " .. doc.replay, all[#all])
   end)
 
   it("takes the violation with the fewest faults, the lowest shard on a tie", function()
-    local files = shards(dir, LEASES, 3)
-    local docs = {}
-    for k = 1, 3 do docs[k] = cjson.decode(process.read(files[k])) end
-    local violating
+    local docs, violating = {}, nil
     for k = 1, 3 do
+      docs[k] = cjson.decode(process.read(planted[k]))
       if docs[k].verdict == "VIOLATED" then violating = docs[k] end
     end
     -- every shard made violating: shard 1 with two faults, 2 and 3 with one
+    local files = {}
     for k = 1, 3 do
       local d = docs[k]
       for _, field in ipairs({ "verdict", "invariant", "message", "schedule", "events", "faults", "trace", "replay",
@@ -243,6 +269,7 @@ describe("eutaxy check --merge", function()
       end
       d.message = "from shard " .. k
       d.faults = k == 1 and { "one", "two" } or { "one" }
+      files[k] = dir .. "/edited-" .. k .. ".json"
       write(files[k], cjson.encode(d))
     end
     local doc, code = merge_json(files)
@@ -252,11 +279,11 @@ describe("eutaxy check --merge", function()
   end)
 
   it("counts a sometimes probe reached in any shard, and one reached in none makes it INCONCLUSIVE", function()
-    local reached, code = merge_json(shards(dir, PROPS .. "order_reached.sim.lua", 3))
+    local reached, code = merge_json(shards(dir .. "/reached-", PROPS .. "order_reached.sim.lua", 3))
     assert.are.equal(0, code)
     assert.are.equal("BOUNDED", reached.verdict)
     assert.are.same({ "b-first" }, reached.reached)
-    local order = shards(dir, PROPS .. "order.sim.lua", 3)
+    local order = shards(dir .. "/order-", PROPS .. "order.sim.lua", 3)
     local never, never_code = merge_json(order)
     local whole = check_json(PROPS .. "order.sim.lua")
     assert.are.equal(3, never_code)
@@ -268,11 +295,11 @@ describe("eutaxy check --merge", function()
   end)
 
   it("is INCONCLUSIVE when a shard did not explore its whole part, and says which", function()
-    -- the fanout's tree takes seconds: 100 ms explores a part of neither half
+    -- the fanout's full tree takes seconds: 100 ms explores a part of neither half
     local files = {}
     for k = 1, 2 do
-      files[k] = dir .. "/" .. k .. ".json"
-      write(files[k], (check(FANOUT .. " --shard " .. k .. "/2 --json --budget-ms 100")))
+      files[k] = dir .. "/budget-" .. k .. ".json"
+      write(files[k], (check(FANOUT .. " --no-reduction --shard " .. k .. "/2 --json --budget-ms 100")))
     end
     local doc, code = merge_json(files)
     assert.are.equal(3, code)
@@ -288,7 +315,7 @@ describe("eutaxy check --merge refuses, with exit 2 and the file named,", functi
   local dir, files
   lazy_setup(function()
     dir = temp_dir()
-    files = shards(dir, FIXED, 3)
+    files = shards(dir .. "/", FIXED, 3)
   end)
   lazy_teardown(function() os.execute("rm -rf " .. dir) end)
 
@@ -351,6 +378,9 @@ describe("eutaxy check --merge refuses, with exit 2 and the file named,", functi
     local _, err, code = check("--merge " .. files[1] .. " --shard 1/3")
     assert.are.equal(2, code)
     assert.matches("^eutaxy check: %-%-merge adds up shards' reports: it explores nothing, so it takes no %-%-shard\n", err)
+    _, err, code = check("--merge " .. files[1] .. " --no-reduction")
+    assert.are.equal(2, code)
+    assert.matches("it explores nothing, so it takes no %-%-no%-reduction\n", err)
     _, err, code = check("--merge")
     assert.are.equal(2, code)
     assert.matches("^eutaxy check: %-%-merge needs the shards' reports", err)
