@@ -42,7 +42,7 @@ help.commands = {
       { "--html FILE", "also write the result to FILE as one self-contained HTML page" },
       { "--random N", "explore N random schedules instead of all of them (never BOUNDED)" },
       { "--seed S", "the seed of --random (default 1)" },
-      { "--shard K/N", "explore part K of N (1-based), reported as \"in shard K/N\": the N add up to the whole" },
+      { "--shard K/N", "explore part K of N (1-based), reported as \"in shard K/N\": the N parts are the whole" },
       { "--merge FILE...", "one verdict from the --json reports of all N shards (same fingerprint, each K once)" },
       { "-j N, --jobs N, -jN", "explore with N processes" },
       { "--check-determinism", "run every schedule twice and fail on any difference" },
