@@ -361,15 +361,8 @@ local function encode(v)
   return table.concat(out)
 end
 
--- 64-bit FNV-1a of s, as 16 hex digits (Lua's integers wrap as FNV wants).
-local function fnv1a64(s)
-  local h = -3750763034362895579  -- 0xcbf29ce484222325
-  for i = 1, #s, 64 do
-    local bytes = { s:byte(i, math.min(i + 63, #s)) }
-    for j = 1, #bytes do h = (h ~ bytes[j]) * 1099511628211 end
-  end
-  return string.format("%016x", h)
-end
+-- 64-bit FNV-1a of s, as 16 hex digits: the fingerprint's hash.
+local fnv1a64 = fingerprint.hash
 
 local INTERNAL = { "_eutaxy_", "eutaxy_", "sqlite_" }
 
