@@ -995,6 +995,10 @@ local function run_merge(o)
     reduction = m.reduction, blocked = m.blockedRuns, races = m.races, sweepRuns = m.sweepRuns, splitRuns = m.splitRuns,
     merged = { n = m.n, shards = {} },
   }
+  if m.endStates then
+    r.endStates = m.endStates
+    table.sort(r.endStates, bytewise_less)
+  end
   r.faultKinds = #r.faultKindsList > 0 and table.concat(r.faultKindsList, ", ") or "none"
   for _, s in ipairs(m.shards) do
     r.merged.shards[#r.merged.shards + 1] = { k = s.k, file = s.file, verdict = s.doc.verdict,

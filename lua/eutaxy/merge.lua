@@ -136,6 +136,7 @@ end
 ---@field coverage table[] as core.explore gives it: point, reached, kinds, tried, open, spent
 ---@field probes string[]|nil every sometimes probe, in scenario order
 ---@field reached table<string, boolean> the probes some shard reached
+---@field endStates string[]|nil the digests any shard saw, when every shard has them (--end-states)
 
 --- Reads the shard reports in files and adds them up; raises a message
 --- naming the file when they are not the N shards of one check.
@@ -186,6 +187,7 @@ function merge.shards(files)
     blockedRuns = 0, races = 0, sweepRuns = 0, splitRuns = 0,
   }
   local points, most = {}, 0
+  local states, every_state = {}, true
   for _, s in ipairs(shards) do
     local doc = s.doc
     if doc.verdict == "VIOLATED" then
@@ -225,9 +227,19 @@ function merge.shards(files)
       q.open, q.spent = union(q.open, p.open), union(q.spent, p.spent)
     end
     if doc.probes then m.probes = m.probes or doc.probes end
+    if doc.endStates then
+      for _, digest in ipairs(doc.endStates) do states[digest] = true end
+    else
+      every_state = false
+    end
     for _, name in ipairs(doc.reached or {}) do m.reached[name] = true end
   end
   for i = 1, most do m.counted[i] = m.counted[i] or 0 end
+  -- a violating shard stops early: its states are not its whole part's
+  if every_state and not m.violation then
+    m.endStates = {}
+    for digest in pairs(states) do m.endStates[#m.endStates + 1] = digest end
+  end
 
   local unreached = false
   for _, name in ipairs(m.probes or {}) do
