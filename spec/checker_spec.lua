@@ -209,7 +209,7 @@ describe("eutaxy check --shard and -j", function()
       verdicts[#verdicts + 1] = out
       assert.is_true(code == 0 or code == 1, out)
     end
-    assert.is_truthy(table.concat(verdicts):find("VIOLATED  leases\n", 1, true), table.concat(verdicts))
+    assert.is_truthy(table.concat(verdicts):find("VIOLATED in shard %d/3  leases\n"), table.concat(verdicts))
     local doc, code = check_json(LEASES .. " -j 2" .. NO_BUDGET)
     assert.are.equal(1, code)
     assert.are.equal("one-runner-per-request", doc.invariant)

@@ -6,9 +6,11 @@
 -- the invariants' evaluation, and the report, as text or JSON.
 local core = require "eutaxy.core"
 local config = require "eutaxy.config"
+local fingerprint = require "eutaxy.fingerprint"
 local http = require "eutaxy.http"
 local json = require "eutaxy.json"
 local limits = require "eutaxy.limits"
+local merge = require "eutaxy.merge"
 local seed = require "eutaxy.seed"
 local sim = require "eutaxy.check"
 
@@ -27,8 +29,12 @@ local function bad(fmt, ...)
   error(setmetatable({ message = string.format(fmt, ...) }, Bad), 0)
 end
 
+-- The options that shape an exploration, which --merge (reading reports) refuses.
+local EXPLORING = { "--replay", "--random", "--seed", "--shard", "-j", "--check-determinism", "--budget-ms",
+                    "--no-reduction", "--end-states" }
+
 local function parse_args(argv)
-  local o = { jobs = 1 }
+  local o = { jobs = 1, files = {}, given = {} }
   local i = 1
   local function value(flag)
     i = i + 1
@@ -43,6 +49,7 @@ local function parse_args(argv)
   end
   while i <= #argv do
     local a = argv[i]
+    o.given[a:match("^%-j%d+$") and "-j" or a == "--jobs" and "-j" or a] = true
     if a == "--replay" then o.replay = value(a)
     elseif a == "--json" then o.json = true
     elseif a == "--html" then o.html = value(a)
@@ -63,12 +70,23 @@ local function parse_args(argv)
     elseif a == "--budget-ms" then o.budget = count(a)
     elseif a == "--quiet" then o.quiet = true
     elseif a == "--end-states" then o.end_states = true
+    elseif a == "--merge" then o.merge = true
     elseif a == "-h" or a == "--help" then o.help = true
     elseif a:sub(1, 1) == "-" then bad("unknown option %s", a)
-    elseif o.file then bad("one scenario at a time (got %s and %s)", o.file, a)
-    else o.file = a end
+    else o.files[#o.files + 1] = a end
     i = i + 1
   end
+  if o.merge then
+    for _, flag in ipairs(EXPLORING) do
+      if o.given[flag] then bad("--merge adds up shards' reports: it explores nothing, so it takes no %s", flag) end
+    end
+    if #o.files == 0 and not o.help then
+      bad("--merge needs the shards' reports: %s", "eutaxy check --merge 1.json 2.json ...")
+    end
+    return o
+  end
+  if #o.files > 1 then bad("one scenario at a time (got %s and %s)", o.files[1], o.files[2]) end
+  o.file = o.files[1]
   if not o.file and not o.help then bad("which scenario? %s", "eutaxy check SCENARIO.lua") end
   if o.replay and (o.random or o.shard_n) then bad("--replay runs one schedule: it cannot be combined with --random or --shard") end
   -- The end states are gathered in this process, over a whole search: -j's
@@ -343,15 +361,8 @@ local function encode(v)
   return table.concat(out)
 end
 
--- 64-bit FNV-1a of s, as 16 hex digits (Lua's integers wrap as FNV wants).
-local function fnv1a64(s)
-  local h = -3750763034362895579  -- 0xcbf29ce484222325
-  for i = 1, #s, 64 do
-    local bytes = { s:byte(i, math.min(i + 63, #s)) }
-    for j = 1, #bytes do h = (h ~ bytes[j]) * 1099511628211 end
-  end
-  return string.format("%016x", h)
-end
+-- 64-bit FNV-1a of s, as 16 hex digits: the fingerprint's hash.
+local fnv1a64 = fingerprint.hash
 
 local INTERNAL = { "_eutaxy_", "eutaxy_", "sqlite_" }
 
@@ -607,7 +618,8 @@ local function coverage_rows(coverage, search)
       end
     end
     local row = { point = c.point, reached = c.reached, kinds = c.kinds, tried = c.tried,
-                  untried = untried, closed = closed, spent = spent_untried }
+                  untried = untried, closed = closed, spent = spent_untried,
+                  offered_open = c.open or {}, offered_spent = c.spent or {} }
     row.why = never_why(row, search)
     rows[#rows + 1] = row
   end
@@ -647,10 +659,61 @@ local function reduction_line(r)
     plural(r.races or 0, "race"), plural(r.blocked or 0, "run"))
 end
 
+-- "BOUNDED", or "BOUNDED in shard 2/3": a shard's verdict is its part's,
+-- and must not read as the scenario's.
+local function verdict_words(r)
+  if r.shard then return string.format("%s in shard %d/%d", r.verdict, r.shard.k, r.shard.n) end
+  return r.verdict
+end
+
+-- "9 schedules", "9 schedules of shard 2/3", "23 schedules of the 3 shards"
+local function schedules_words(r)
+  local words = plural(r.schedules, "schedule")
+  if r.shard then return words .. string.format(" of shard %d/%d", r.shard.k, r.shard.n) end
+  if r.merged then return words .. string.format(" of the %d shards", r.merged.n) end
+  return words
+end
+
+-- "in 20 ms", or for a merge the slowest shard's time and the sum.
+local function elapsed_words(r)
+  if r.merged then
+    return string.format("in %d ms (the slowest shard; %d ms in all)", r.elapsedMs, r.elapsedMsSum)
+  end
+  return string.format("in %d ms", r.elapsedMs)
+end
+
+local function short_fingerprint(r)
+  return tostring(r.fingerprint):sub(1, 12)
+end
+
+-- What a shard report says after its counts.
+local function parts_text(put, r)
+  if r.shard then
+    put(string.format("Shard %d/%d explored only its part of the schedules: merge the --json reports of all %d "
+      .. "shards (eutaxy check --merge) for the scenario's verdict.", r.shard.k, r.shard.n, r.shard.n))
+  end
+end
+
+-- A merge's shards, one line each: what each found, and in which file.
+local function merged_text(put, r)
+  if not r.merged then return end
+  put(string.format("Merged from %d shards:", r.merged.n))
+  local rows, width = {}, { 0, 0, 0, 0 }
+  for i, s in ipairs(r.merged.shards) do
+    rows[i] = { string.format("%d/%d", s.k, r.merged.n), s.verdict,
+                s.schedules and plural(s.schedules, "schedule") or "-", s.elapsedMs and string.format("%d ms", s.elapsedMs) or "-", s.file }
+    for c = 1, 4 do width[c] = math.max(width[c], #rows[i][c]) end
+  end
+  for _, row in ipairs(rows) do
+    put(string.format("  %" .. width[1] .. "s  %-" .. width[2] .. "s  %" .. width[3] .. "s  %" .. width[4] .. "s  %s",
+      table.unpack(row)))
+  end
+end
+
 local function report_text(r)
   local out = {}
   local function put(s) out[#out + 1] = s or "" end
-  put(string.format("%s  %s  (seed %s)", r.verdict, r.scenario, tostring(r.seed)))
+  put(string.format("%s  %s  (seed %s)", verdict_words(r), r.scenario, tostring(r.seed)))
   if r.verdict == "VIOLATED" then
     put()
     put(string.format("Invariant %s is violated: %s", r.invariant, r.message))
@@ -674,39 +737,66 @@ local function report_text(r)
     put()
     -- a replay's stdout is the same bytes every time: its wall time goes to stderr
     if not r.replayed then
-      put(string.format("Found after %s%s in %d ms; shrunk in %s.", plural(r.schedules, "schedule"),
-        r.byFaults, r.elapsedMs, plural(r.shrinkRuns, "run")))
+      local where = r.shard or r.merged and r.merged.violation
+      put(string.format("Found %safter %s%s %s; shrunk in %s.",
+        where and string.format("in shard %d/%d ", where.k, where.n) or "",
+        r.shard and plural(r.schedules, "schedule") or schedules_words(r), r.byFaults,
+        elapsed_words(r), plural(r.shrinkRuns, "run")))
+      merged_text(put, r)
+      put("Fingerprint: " .. short_fingerprint(r))
     end
     put("Replay: " .. r.replay)
   elseif r.verdict == "BOUNDED" then
     put()
-    put(string.format("No invariant is violated in any of the %s within the bounds%s, explored in %d ms.",
-      plural(r.schedules, "schedule"), r.byFaults, r.elapsedMs))
+    put(string.format("No invariant is violated in any of the %s within the bounds%s, explored %s.",
+      schedules_words(r), r.byFaults, elapsed_words(r)))
+    parts_text(put, r)
     put("Bounds: " .. r.bounds)
     put("Faults: " .. r.faultKinds)
     put(reduction_line(r))
     if r.endStates then put(string.format("End states: %d distinct.", #r.endStates)) end
+    put("Fingerprint: " .. short_fingerprint(r))
     put()
+    if r.merged then
+      merged_text(put, r)
+      put()
+    end
     coverage_text(put, r.coverage)
   elseif r.verdict == "INCONCLUSIVE" then
     put()
     put(r.why)
-    put(string.format("%s explored%s in %d ms; no violation among them.", plural(r.schedules, "schedule"),
-      r.byFaults, r.elapsedMs))
+    put(string.format("%s explored%s %s; no violation among them.", schedules_words(r),
+      r.byFaults, elapsed_words(r)))
+    parts_text(put, r)
     put("Bounds: " .. r.bounds)
     if r.endStates then put(string.format("End states: %d distinct among them.", #r.endStates)) end
+    put("Fingerprint: " .. short_fingerprint(r))
     put()
     if r.unreachedWhy then
       for _, name in ipairs(r.neverReached) do put(r.unreachedWord .. ": " .. name) end
       put(r.unreachedWhy)
       put()
     end
+    if r.merged then
+      merged_text(put, r)
+      put()
+    end
     coverage_text(put, r.coverage)
   elseif r.verdict == "NONDETERMINISTIC" then
     put()
     put(r.message)
+    if r.merged then
+      put()
+      merged_text(put, r)
+    end
   end
   return table.concat(out, "\n") .. "\n"
+end
+
+local function unreached_why(count)
+  return "No explored schedule reached " .. (count == 1 and "this sometimes probe" or "these sometimes probes")
+    .. ": the path the scenario means to test never ran (a request to a path the worker does not serve, "
+    .. "a fault that never applies, a probe that reads the wrong row), so finding no violation says nothing about it."
 end
 
 -- ---- main -------------------------------------------------------------------
@@ -720,6 +810,28 @@ local function explore(opts)
   if ok then return result, err, kind end
   if getmetatable(result) == Bad then error(result, 0) end
   bad("%s", (tostring(result):gsub("\n?stack traceback:.*$", "")))
+end
+
+-- The fingerprint of what this check explores (eutaxy.fingerprint): the
+-- files a run can load, and what else shapes the tree. The budget, -j and
+-- --check-determinism do not: they change how far or how fast, not what.
+local function fingerprint_of(o, scenario, dir, kinds, caps)
+  local b = scenario.bounds
+  local faults = {}
+  for i, k in ipairs(kinds) do faults[i] = k end
+  local options = {
+    scenario = o.file:match("[^/]*$"), seed = seed_number(scenario.seed), faults = json.array(faults),
+    retries = scenario.drive.retries, maxFaultsPerRun = b.maxFaultsPerRun, maxRedeliveries = b.maxRedeliveries,
+    maxConcurrentInvocations = b.maxConcurrentInvocations, maxEventsPerRun = b.maxEventsPerRun,
+    alarmsPerObject = caps, random = o.random, randomSeed = o.random and (o.seed or 1) or nil,
+    reduction = not o.no_reduction,
+  }
+  local ok, hash, inputs = pcall(fingerprint.compute, {
+    scenario = o.file, scenario_dir = dir, project = dirname(scenario.worker.entry), config = scenario.worker.config,
+    libdir = config.libdir(), version = core.version, options = options,
+  })
+  if not ok then bad("%s: fingerprint: %s", o.file, tostring(hash)) end
+  return hash, inputs
 end
 
 local function run_check(o)
@@ -753,7 +865,10 @@ local function run_check(o)
   }
   local caps = {}
   for _, s in ipairs(scenario.setup) do caps[s.binding] = s.alarmsPerObject end
+  local hash, inputs = fingerprint_of(o, scenario, dir, kinds, caps)
   local r = { scenario = scenario.name, seed = scenario.seed, file = o.file, bounds = bounds_line(scenario, opts.budgetMs),
+              fingerprint = hash, fingerprintInputs = inputs,
+              shard = o.shard_n and { k = o.shard_k + 1, n = o.shard_n, exhausted = false },
               faultKinds = #opts.faults > 0 and table.concat(opts.faults, ", ") or "none",
               faultKindsList = kinds,
               boundsTable = { maxFaultsPerRun = b.maxFaultsPerRun, maxRedeliveries = b.maxRedeliveries,
@@ -822,10 +937,11 @@ local function run_check(o)
     r.turn = v.turn
   end
   local bounded = r.verdict == "BOUNDED"
+  if r.shard then r.shard.exhausted = bounded end
   if r.verdict == "INCONCLUSIVE" then
     r.why = o.random and string.format("Random exploration of %s found no violation; that proves nothing about the rest.",
-      plural(o.random, "schedule")) or string.format("The budget of %d ms ran out before every schedule was explored.",
-      opts.budgetMs)
+      plural(o.random, "schedule")) or string.format("The budget of %d ms ran out before every schedule%s was explored.",
+      opts.budgetMs, o.shard_n and " of this shard" or "")
   end
   if scenario.end_states then
     r.endStates = {}
@@ -834,21 +950,98 @@ local function run_check(o)
   end
   if not o.replay and r.verdict ~= "VIOLATED" and #scenario.probes > 0 then
     local hit = set_of(result.reached)
-    r.reached, r.neverReached = {}, {}
+    r.probes, r.reached, r.neverReached = {}, {}, {}
     for i, p in ipairs(scenario.probes) do
       local list = hit[i] and r.reached or r.neverReached
       list[#list + 1] = p.name
+      r.probes[i] = p.name
     end
     if #r.neverReached > 0 then
       r.verdict = "INCONCLUSIVE"
       r.unreachedWord = o.shard_n and "not reached in this shard" or "never reached"
-      r.unreachedWhy = "No explored schedule reached " .. (#r.neverReached == 1 and "this sometimes probe" or "these sometimes probes")
-        .. ": the path the scenario means to test never ran (a request to a path the worker does not serve, "
-        .. "a fault that never applies, a probe that reads the wrong row), so finding no violation says nothing about it."
+      r.unreachedWhy = unreached_why(#r.neverReached)
       if o.shard_n then
         r.unreachedWhy = r.unreachedWhy .. " A shard cannot see the others: a probe may be reached in another one."
       end
       if bounded then r.why = "Every schedule within the bounds was explored, but a sometimes probe was never reached." end
+    end
+  end
+  return r
+end
+
+-- The report of `--merge`: the shards' reports added up (eutaxy.merge),
+-- in the shape run_check gives, so it prints as any report does.
+local function run_merge(o)
+  local ok, m = pcall(merge.shards, o.files)
+  if not ok then bad("--merge: %s", tostring(m)) end
+  local d = m.doc
+  local bt = d.bounds or {}
+  local budget = 0
+  for _, s in ipairs(m.shards) do budget = math.max(budget, s.doc.bounds and s.doc.bounds.budgetMs or 0) end
+  local caps = {}
+  for _, name in ipairs(seed.sorted_keys(bt.alarmsPerObject or {})) do caps[#caps + 1] = name .. " " .. bt.alarmsPerObject[name] end
+  local r = {
+    scenario = d.scenario, seed = d.seed, verdict = m.verdict, fingerprint = d.fingerprint,
+    fingerprintInputs = d.fingerprintInputs, faultKindsList = d.faultKinds or {},
+    boundsTable = { maxFaultsPerRun = bt.maxFaultsPerRun, maxRedeliveries = bt.maxRedeliveries,
+                    maxConcurrentInvocations = bt.maxConcurrentInvocations, budgetMs = budget,
+                    maxEventsPerRun = bt.maxEventsPerRun, alarmsPerObject = bt.alarmsPerObject },
+    bounds = string.format("maxFaultsPerRun %s, maxRedeliveries %s, maxConcurrentInvocations %s, alarmsPerObject %s, "
+      .. "budgetMs %d (the largest shard's)", tostring(bt.maxFaultsPerRun), tostring(bt.maxRedeliveries),
+      tostring(bt.maxConcurrentInvocations), #caps > 0 and table.concat(caps, ", ") or "-", budget),
+    schedules = total(m.counted), byFaults = by_faults(m.counted), runs = m.runs, turnChecks = m.turnChecks,
+    elapsedMs = m.elapsedMax, elapsedMsSum = m.elapsedSum, faultsTried = m.faultsTried, faultsByKind = m.faultsByKind,
+    shrinkRuns = m.violation and m.violation.counts.shrinkRuns or 0,
+    reduction = m.reduction, blocked = m.blockedRuns, races = m.races, sweepRuns = m.sweepRuns, splitRuns = m.splitRuns,
+    merged = { n = m.n, shards = {} },
+  }
+  if m.endStates then
+    r.endStates = m.endStates
+    table.sort(r.endStates, bytewise_less)
+  end
+  r.faultKinds = #r.faultKindsList > 0 and table.concat(r.faultKindsList, ", ") or "none"
+  for _, s in ipairs(m.shards) do
+    r.merged.shards[#r.merged.shards + 1] = { k = s.k, file = s.file, verdict = s.doc.verdict,
+      schedules = s.doc.counts and s.doc.counts.schedules, elapsedMs = s.doc.counts and s.doc.counts.elapsedMs }
+  end
+  r.byFaultsList = {}
+  for i, n in ipairs(m.counted) do
+    if n > 0 then r.byFaultsList[#r.byFaultsList + 1] = { faults = i - 1, schedules = n } end
+  end
+  local v = m.violation
+  r.coverage = coverage_rows(m.coverage, { maxFaults = bt.maxFaultsPerRun or 0,
+    violatedWithoutFault = v ~= nil and (v.schedule or ""):match("^0:") ~= nil })
+  if v then
+    -- the violation as its shard reported it: its schedule replays without --shard
+    r.merged.violation = { k = m.violation_k, n = m.n }
+    r.invariant, r.message, r.columns, r.rows, r.capped, r.turn = v.invariant, v.message, v.columns, v.rows, v.capped, v.turn
+    r.schedule, r.events, r.faults, r.trace = v.schedule, v.events or {}, v.faults or {}, v.trace or {}
+    r.timeline, r.replay = v.timeline, v.replay
+  elseif m.nondeterministic then
+    local s = m.nondeterministic
+    r.message = string.format("Shard %d/%d (%s): %s", s.k, m.n, s.file, tostring(s.doc.message))
+  else
+    if m.probes then
+      r.probes, r.reached, r.neverReached = m.probes, {}, {}
+      for _, name in ipairs(m.probes) do
+        local list = m.reached[name] and r.reached or r.neverReached
+        list[#list + 1] = name
+      end
+    end
+    if r.verdict == "INCONCLUSIVE" then
+      local why = {}
+      for _, s in ipairs(m.incomplete) do
+        why[#why + 1] = string.format("Shard %d/%d (%s): %s", s.k, m.n, s.file,
+          tostring(s.doc.reason or "it did not explore its whole part."))
+      end
+      if r.neverReached and #r.neverReached > 0 then
+        r.unreachedWord, r.unreachedWhy = "never reached", unreached_why(#r.neverReached)
+        if #why == 0 then
+          why[1] = string.format("Every schedule within the bounds was explored by the %d shards, but a sometimes "
+            .. "probe was reached in none of them.", m.n)
+        end
+      end
+      r.why = table.concat(why, "\n")
     end
   end
   return r
@@ -871,7 +1064,8 @@ local function coverage_json(rows)
   local list = {}
   for i, c in ipairs(rows) do
     list[i] = { point = c.point, reached = c.reached, kinds = json.array(c.kinds), tried = json.array(c.tried),
-                untried = json.array(c.untried), whyUntried = c.why }
+                untried = json.array(c.untried), whyUntried = c.why,
+                open = json.array(c.offered_open), spent = json.array(c.offered_spent) }
   end
   return list
 end
@@ -886,14 +1080,18 @@ local function to_json(r)
     reached = r.reached and json.array(r.reached), neverReached = r.neverReached and json.array(r.neverReached),
     neverReachedReason = r.unreachedWhy,
     counts = r.schedules and { schedules = r.schedules, runs = r.runs, byFaults = json.array(r.byFaultsList),
-                               shrinkRuns = r.shrinkRuns, elapsedMs = r.elapsedMs, faultsTried = r.faultsTried,
-                               faultsByKind = r.faultsByKind, turnChecks = r.turnChecks,
+                               shrinkRuns = r.shrinkRuns, elapsedMs = r.elapsedMs, elapsedMsSum = r.elapsedMsSum,
+                               faultsTried = r.faultsTried, faultsByKind = r.faultsByKind, turnChecks = r.turnChecks,
                                reduction = r.reduction, blockedRuns = r.blocked, races = r.races,
                                sweepRuns = r.sweepRuns, splitRuns = r.splitRuns },
     coverage = r.coverage and json.array(coverage_json(r.coverage)),
-    timeline = r.timeline and json.array(r.timeline),
+    timeline = r.timeline and json.array(r.timeline), capped = r.capped,
     bounds = r.boundsTable, faultKinds = r.faultKindsList and json.array(r.faultKindsList),
     endStates = r.endStates and json.array(r.endStates), endStateCount = r.endStates and #r.endStates,
+    probes = r.probes and json.array(r.probes),
+    fingerprint = r.fingerprint, fingerprintInputs = r.fingerprintInputs,
+    shard = r.shard, merged = r.merged and { n = r.merged.n, shards = json.array(r.merged.shards),
+                                              violation = r.merged.violation },
   }) .. "\n"
 end
 
@@ -910,7 +1108,7 @@ function checker.main(argv)
   end
   local r
   -- A scenario's mistake is reported plainly; anything else is eutaxy's and gets a traceback.
-  ok, r = xpcall(run_check, function(e)
+  ok, r = xpcall(o.merge and run_merge or run_check, function(e)
     if getmetatable(e) == Bad then return e end
     return debug.traceback(tostring(e), 2)
   end, o)
@@ -930,7 +1128,7 @@ function checker.main(argv)
   if o.json then
     io.stdout:write(to_json(r))
   elseif o.quiet then
-    io.stdout:write(string.format("%s  %s\n", r.verdict, r.scenario))
+    io.stdout:write(string.format("%s  %s\n", verdict_words(r), r.scenario))
   elseif o.replay then
     io.stdout:write(report_replay(r))
     if r.elapsedMs then io.stderr:write(string.format("eutaxy check: replayed %s in %d ms\n", r.schedule, r.elapsedMs)) end

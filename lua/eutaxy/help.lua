@@ -26,20 +26,24 @@ local help = {}
 help.commands = {
   {
     name = "check",
-    synopsis = "SCENARIO.lua [options]",
+    synopsis = "SCENARIO.lua [options] | --merge SHARD.json...",
     summary = "explore a scenario's schedules under faults",
     description = "Loads a scenario (sim.defineScenario), runs its drive in virtual time, injects faults at "
       .. "every call, explores the schedules within its bounds depth-first (fewest faults first), one order of "
       .. "each set of turns that commute (turns of different objects touch nothing in common), and checks "
       .. "its invariants at the end of every run (sim.always and sim.sometimes also after every turn that "
-      .. "wrote). A violation is shrunk and printed with its schedule, its trace and the command that replays it.",
+      .. "wrote). A violation is shrunk and printed with its schedule, its trace and the command that replays it. "
+      .. "Every report carries a fingerprint of the scenario, the project's files, the options that shape the "
+      .. "search and eutaxy itself. A check split with --shard K/N over machines is one verdict again with "
+      .. "--merge: a shard's report speaks only for its part (BOUNDED in shard K/N).",
     options = {
       { "--replay SCHEDULE", "run one schedule (as a report prints it) and show its trace" },
       { "--json", "print the result as one JSON document" },
       { "--html FILE", "also write the result to FILE as one self-contained HTML page" },
       { "--random N", "explore N random schedules instead of all of them (never BOUNDED)" },
       { "--seed S", "the seed of --random (default 1)" },
-      { "--shard K/N", "explore part K of N (1-based): N runs' counts add up to the whole" },
+      { "--shard K/N", "explore part K of N (1-based), reported as \"in shard K/N\": the N parts are the whole" },
+      { "--merge FILE...", "one verdict from the --json reports of all N shards (same fingerprint, each K once)" },
       { "-j N, --jobs N, -jN", "explore with N processes" },
       { "--check-determinism", "run every schedule twice and fail on any difference" },
       { "--no-reduction", "explore every order of tied events, also those that only reorder independent turns" },

@@ -302,9 +302,13 @@ function report_html.render(r)
   put(string.format("<title>%s %s</title>", esc(r.verdict or "?"), esc(r.scenario or "")))
   put("<style>" .. CSS .. "</style></head>")
   put('<body data-render="pending">')
-  put(string.format('<h1><span class="verdict %s">%s</span> %s</h1>', esc(r.verdict or ""), esc(r.verdict or "?"),
-    esc(r.scenario or "")))
-  put(string.format("<p>seed <code>%s</code>%s</p>", esc(r.seed), r.file and (" · scenario <code>" .. esc(r.file) .. "</code>") or ""))
+  -- a shard's verdict is its part's, never the scenario's
+  local part = r.shard and string.format(" in shard %d/%d", r.shard.k, r.shard.n) or ""
+  local merged = r.merged and string.format(", merged from %d shards", r.merged.n) or ""
+  put(string.format('<h1><span class="verdict %s">%s</span>%s %s%s</h1>', esc(r.verdict or ""), esc(r.verdict or "?"),
+    esc(part), esc(r.scenario or ""), esc(merged)))
+  put(string.format("<p>seed <code>%s</code>%s%s</p>", esc(r.seed), r.file and (" · scenario <code>" .. esc(r.file) .. "</code>") or "",
+    r.fingerprint and (" · fingerprint <code>" .. esc(r.fingerprint:sub(1, 12)) .. "</code>") or ""))
   if r.verdict == "VIOLATED" or r.verdict == "HOLDS" then
     if r.invariant then
       put(string.format('<p class="message">Invariant <b>%s</b> is violated: %s</p>', esc(r.invariant), esc(r.message or "")))

@@ -1,0 +1,139 @@
+--- eutaxy.fingerprint: what a check explored, as one hash.
+--
+-- Shards of one check run on different machines and are merged afterwards
+-- (eutaxy check --merge). Their counts only add up to the whole if every
+-- shard explored the same tree: the same scenario, the same worker and
+-- modules, the same bounds and options, the same eutaxy. The fingerprint
+-- hashes all of that, so a merge can refuse shards that did not.
+--
+-- The hash must be the same in every process and on every machine: files
+-- are named by their path relative to the scenario's folder (or to the
+-- folder they were found under), never by an absolute path, and only their
+-- bytes count, never a time stamp. The inputs are one JSON document
+-- (eutaxy.json sorts keys bytewise), hashed with FNV-1a 64: a mistake
+-- detector, not a cryptographic hash; nobody is expected to forge one.
+--
+-- What a run can load: the isolates `require` from the worker's folder and
+-- eutaxy's own lib folder (host/sandbox.c), the checker loads the scenario
+-- and what it requires from the scenario's folder. The folders are listed
+-- whole (every .lua below them, hidden folders skipped): a module no run
+-- loads changes the fingerprint too, which errs on the safe side.
+
+local json = require "eutaxy.json"
+
+local string_byte, string_format = string.byte, string.format
+
+local fingerprint = {}
+
+local FNV_OFFSET = -3750763034362895579 -- 0xcbf29ce484222325 as a Lua integer
+local FNV_PRIME = 0x100000001b3
+
+--- FNV-1a 64 of the bytes of s, as 16 lower-case hex digits. Lua 5.4
+--- integers are 64 bits and wrap on overflow, which is the hash's own
+--- arithmetic.
+---@param s string
+---@return string
+function fingerprint.hash(s)
+  local h = FNV_OFFSET
+  for i = 1, #s do h = (h ~ string_byte(s, i)) * FNV_PRIME end
+  return string_format("%016x", h)
+end
+
+-- a shell word for path, whatever it holds
+local function quote(path)
+  return "'" .. path:gsub("'", "'\\''") .. "'"
+end
+
+--- The files under dir (recursively, symbolic links followed, folders whose
+--- name starts with a dot skipped) whose name ends with .lua, as paths
+--- relative to dir. Unordered. Nil and a message when dir cannot be listed.
+---@param dir string
+---@return string[]|nil, string|nil
+function fingerprint.lua_files(dir)
+  local p = io.popen("find -L " .. quote(dir) .. " -mindepth 1 -name '.*' -prune -o -type f -name '*.lua' -print0"
+    .. " 2>/dev/null")
+  if not p then return nil, "cannot list " .. dir end
+  local out = p:read("a")
+  p:close()
+  local files, prefix = {}, dir:gsub("/+$", "") .. "/"
+  for path in out:gmatch("[^%z]+") do
+    if path:sub(1, #prefix) == prefix then files[#files + 1] = path:sub(#prefix + 1) end
+  end
+  return files
+end
+
+--- path without "." segments and with "x/.." folded away, so one file has one name.
+---@param path string
+---@return string
+function fingerprint.normalize(path)
+  local absolute = path:sub(1, 1) == "/"
+  local parts = {}
+  for part in path:gmatch("[^/]+") do
+    if part == ".." and #parts > 0 and parts[#parts] ~= ".." then
+      parts[#parts] = nil
+    elseif part ~= "." then
+      parts[#parts + 1] = part
+    end
+  end
+  local s = table.concat(parts, "/")
+  if absolute then return "/" .. s end
+  return s == "" and "." or s
+end
+
+local function read(path)
+  local f, err = io.open(path, "rb")
+  if not f then error(err, 0) end
+  local bytes = f:read("a")
+  f:close()
+  if not bytes then error(path .. ": cannot be read", 0) end
+  return bytes
+end
+
+---@class eutaxy.fingerprint.Sources
+---@field scenario string the scenario file, as given
+---@field scenario_dir string its folder
+---@field project string the worker's folder, as the scenario names it (relative to scenario_dir, or absolute)
+---@field config string the config file, as the scenario names it
+---@field libdir string the folder holding eutaxy/
+---@field version string eutaxy's version
+---@field options table what else changes the explored tree (plain values only)
+
+--- The fingerprint of a check and what it was made of: the hash, and the
+--- inputs (eutaxy, options, files: name -> hash of the bytes) as JSON shows
+--- them. Raises a message naming the file that cannot be read.
+---@param s eutaxy.fingerprint.Sources
+---@return string, table
+function fingerprint.compute(s)
+  local files = {}
+  local function add(name, path)
+    if not files[name] then files[name] = fingerprint.hash(read(path)) end
+  end
+  local function add_tree(under, name)
+    for _, rel in ipairs(assert(fingerprint.lua_files(under))) do add(name(rel), under .. "/" .. rel) end
+  end
+  local function join(rel)
+    if rel:sub(1, 1) == "/" then return rel end
+    return s.scenario_dir .. "/" .. rel
+  end
+  -- A file the scenario names by a relative path is named relative to the
+  -- scenario's folder (the same on every checkout); one under an absolute
+  -- folder, by its role and the path below that folder.
+  local function name_in(dir, role, rel)
+    if dir:sub(1, 1) == "/" then return role .. ":" .. fingerprint.normalize(rel) end
+    return fingerprint.normalize(dir .. "/" .. rel)
+  end
+  local function add_dir(dir, role)
+    add_tree(join(dir), function(rel) return name_in(dir, role, rel) end)
+  end
+
+  add(fingerprint.normalize(s.scenario:match("[^/]*$")), s.scenario)
+  add_dir(".", "scenario")
+  add_dir(s.project, "project")
+  add(name_in(s.config:match("^(.*)/[^/]*$") or ".", "config", s.config:match("[^/]*$")), join(s.config))
+  -- eutaxy's own modules, wherever this eutaxy was built or installed
+  add_tree(s.libdir .. "/eutaxy", function(rel) return "lib:eutaxy/" .. fingerprint.normalize(rel) end)
+  local inputs = { eutaxy = s.version, options = s.options, files = files }
+  return fingerprint.hash(json.encode(inputs)), inputs
+end
+
+return fingerprint
