@@ -994,6 +994,11 @@ static void push_events(lua_State *L, uint64_t events) {
     }
 }
 
+static void set_count(lua_State *L, const char *field, long n) {
+  lua_pushinteger(L, n);
+  lua_setfield(L, -2, field);
+}
+
 static int l_explore(lua_State *L) {
   xctx *x;
   eu_search s;
@@ -1116,14 +1121,10 @@ static int l_explore(lua_State *L) {
   lua_setfield(L, -2, "turnChecks");
   lua_pushboolean(L, s.reduce);
   lua_setfield(L, -2, "reduction");
-  lua_pushinteger(L, s.blocked);
-  lua_setfield(L, -2, "blocked");
-  lua_pushinteger(L, s.races);
-  lua_setfield(L, -2, "races");
-  lua_pushinteger(L, s.swept);
-  lua_setfield(L, -2, "sweepRuns");
-  lua_pushinteger(L, s.split_runs);
-  lua_setfield(L, -2, "splitRuns");
+  set_count(L, "blocked", s.blocked);
+  set_count(L, "races", s.races);
+  set_count(L, "sweepRuns", s.swept);
+  set_count(L, "splitRuns", s.split_runs);
   if (s.verdict == EU_VIOLATED || s.mode == EU_MODE_REPLAY) {
     lua_pushstring(L, s.schedule);
     lua_setfield(L, -2, "schedule");

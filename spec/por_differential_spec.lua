@@ -50,16 +50,10 @@ local ROOT = sh("mktemp -d -t eutaxy-por.XXXXXX"):gsub("%s+$", "")
 -- document (or nil), stdout, stderr and the exit code. Two started before
 -- either is finished run at once.
 local function start(args)
-  local errfile = os.tmpname()
   local command = process.bin .. " check " .. args .. " --json"
-  local p = assert(io.popen(command .. " 2>" .. errfile))
+  local wait = process.start(command)
   return function()
-    local out = p:read("a")
-    local _, _, code = p:close()
-    local f = assert(io.open(errfile))
-    local err = f:read("a")
-    f:close()
-    os.remove(errfile)
+    local out, err, code = wait()
     local ok, doc = pcall(cjson.decode, out)
     return ok and type(doc) == "table" and doc or nil, out, err, code, command
   end

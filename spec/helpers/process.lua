@@ -9,15 +9,26 @@ process.bin = os.getenv("EUTAXY_BIN") or "build/eutaxy"
 ---@param command string
 ---@return string, string, integer
 function process.run(command)
+  return process.start(command)()
+end
+
+--- Starts a shell command; the function it returns waits for it and returns
+--- its stdout, its stderr and its exit code. Commands started before the
+--- first is waited for run at once.
+---@param command string
+---@return fun(): string, string, integer
+function process.start(command)
   local errfile = os.tmpname()
   local p = assert(io.popen(command .. " 2>" .. errfile))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  local f = assert(io.open(errfile))
-  local err = f:read("a")
-  f:close()
-  os.remove(errfile)
-  return out, err, code
+  return function()
+    local out = p:read("a")
+    local _, _, code = p:close()
+    local f = assert(io.open(errfile))
+    local err = f:read("a")
+    f:close()
+    os.remove(errfile)
+    return out, err, code
+  end
 end
 
 --- The whole of a file, as bytes.
