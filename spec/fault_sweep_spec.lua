@@ -10,7 +10,7 @@ local OUTBOX = "bench/check/outbox/outbox.sim.lua"
 describe("the fault sweep", function()
   it("has tried every kind at every point it offered with a fault left when the budget ends the search", function()
     if os.getenv("EUTAXY_VALGRIND") then return end  -- a budget of seconds is the sweep's alone there
-    local doc, code = check.json(OUTBOX .. " --no-reduction --budget-ms 15000")
+    local doc, code = check.json(OUTBOX .. " --no-reduction --budget-ms 8000")
     assert.are.equal(3, code)
     assert.are.equal("INCONCLUSIVE", doc.verdict)
     assert.is_true(doc.counts.sweepRuns > 0)
