@@ -70,8 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (rc != EU_OK) {
     CHECK(rc == EU_ECORRUPT, "parse failed with %d: %s", rc, err);
     CHECK(strstr(err, "schedule") != NULL, "unclear message: %s", err);
-    free(ch.c);
-    free(ch.n);
+    eu_choices_free(&ch);
     free(s);
     return 0;
   }
@@ -112,10 +111,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     CHECK(rc == EU_EINVAL && strstr(err, "schedule") != NULL, "replay failed with %d: %s", rc, err);
   }
-  free(ch.c);
-  free(ch.n);
-  free(ch2.c);
-  free(ch2.n);
+  eu_choices_free(&ch);
+  eu_choices_free(&ch2);
   free(canon);
   free(again);
   free(s);

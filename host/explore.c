@@ -85,7 +85,7 @@ static int choices_push(eu_choices *ch, int c, int n, int kind) {
   return EU_OK;
 }
 
-static void choices_free(eu_choices *ch) {
+void eu_choices_free(eu_choices *ch) {
   free(ch->c);
   free(ch->n);
   free(ch->k);
@@ -110,8 +110,8 @@ void eu_chooser_init(eu_chooser *c, int mode, uint64_t seed) {
 }
 
 void eu_chooser_free(eu_chooser *c) {
-  choices_free(&c->path);
-  choices_free(&c->prefix);
+  eu_choices_free(&c->path);
+  eu_choices_free(&c->prefix);
   free(c->labels);
   c->labels = NULL;
   free(c->allow);
@@ -500,7 +500,7 @@ static int prefixes_push(prefixes *q, const eu_choices *path, int len, int branc
 
 static void prefixes_free(prefixes *q) {
   int i;
-  for (i = 0; i < q->n; i++) choices_free(&q->p[i]);
+  for (i = 0; i < q->n; i++) eu_choices_free(&q->p[i]);
   free(q->p);
   memset(q, 0, sizeof *q);
 }
@@ -619,7 +619,7 @@ static int sample(eu_search *s, eu_run_fn fn, void *ud, int cap, fnode *node, ch
 
 static void free_nodes(fnode *nodes, int n) {
   int i;
-  for (i = 0; i < n; i++) choices_free(&nodes[i].p);
+  for (i = 0; i < n; i++) eu_choices_free(&nodes[i].p);
   free(nodes);
 }
 
@@ -659,17 +659,17 @@ static int frontier(eu_search *s, eu_run_fn fn, void *ud, int cap, fnode **out, 
         memset(child, 0, sizeof *child);
         if (choices_copy(&child->p, &parent.p) != EU_OK ||
             choices_push(&child->p, b, parent.arity, parent.kind) != EU_OK) {
-          choices_free(&parent.p);
+          eu_choices_free(&parent.p);
           free_nodes(nodes, n);
           return eu_err(err, errlen, EU_ENOMEM, "out of memory");
         }
         if ((rc = sample(s, fn, ud, cap, child, err, errlen)) != EU_OK) {
-          choices_free(&parent.p);
+          eu_choices_free(&parent.p);
           free_nodes(nodes, n);
           return rc;
         }
       }
-      choices_free(&parent.p);
+      eu_choices_free(&parent.p);
     }
   }
   /* largest first, each to the least loaded shard */

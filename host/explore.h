@@ -61,6 +61,9 @@ typedef struct eu_chooser {
   int blocked;            /* the reducer stopped the run: every way on was covered */
 } eu_chooser;
 
+/* Frees a sequence's arrays and empties it. */
+void eu_choices_free(eu_choices *ch);
+
 void eu_chooser_init(eu_chooser *c, int mode, uint64_t seed);
 void eu_chooser_free(eu_chooser *c);
 /* Before a run: the path is emptied, the prefix kept. */

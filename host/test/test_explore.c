@@ -28,9 +28,7 @@ static void test_formats_and_parses_schedules(void) {
   ASSERT(memcmp(back.c, c, 5) == 0);
   ASSERT_OK(eu_schedule_format(s, sizeof s, 0, 0, &back));
   ASSERT_STR_EQ(s, "0:-:012zZ");
-  free(back.c);
-  free(back.n);
-  free(back.k);
+  eu_choices_free(&back);
 }
 
 static void test_refuses_malformed_schedules(void) {
@@ -44,9 +42,7 @@ static void test_refuses_malformed_schedules(void) {
     ASSERT(eu_schedule_parse(bad[i], &cap, &events, &ch, err, sizeof err) < 0);
     ASSERT_CONTAINS(err, "schedule");
   }
-  free(ch.c);
-  free(ch.n);
-  free(ch.k);
+  eu_choices_free(&ch);
 }
 
 /* A toy run: three binary decisions; a "fault" is choosing 1; the run
