@@ -89,8 +89,9 @@ describe("coverage of fault points", function()
       return t
     end
     local full = check_json(FIXED .. NO_BUDGET .. " --no-reduction")
-    local par = check_json(FIXED .. NO_BUDGET .. " -j 2")
     assert.are.same(tried(full.coverage), tried(doc.coverage))
+    if os.getenv("EUTAXY_VALGRIND") then return end  -- the processes run the same C as one
+    local par = check_json(FIXED .. NO_BUDGET .. " -j 2")
     assert.are.same(tried(full.coverage), tried(par.coverage))
   end)
 
