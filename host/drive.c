@@ -153,7 +153,11 @@ int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *
       size_t len;
       int kind, again = 0;
       if (!slots[i] || !eu_world_slot_done(w, slots[i])) continue;
-      eu_world_touch(w, EU_RES_DRIVE, 1);
+      /* Collecting an answer commutes with collecting another's: only an
+       * admission it makes room for (above, next time round) or an arrival
+       * that finds no room depends on it. */
+      eu_world_touch(w, EU_RES_DRIVE, d->answers_shared);
+      eu_world_touch(w, EU_RES_ANSWER(i), 1);
       eu_world_slot_take(w, slots[i], &data, &len);
       slots[i] = 0;
       kind = classify(w, data, len);

@@ -47,6 +47,8 @@ typedef struct eu_drive {
   int max_concurrent;
   int max_redeliveries;
   long max_events;      /* a run that needs more has not settled */
+  int answers_shared;   /* something reads every answer between turns (a property):
+                           collecting one writes them all (reduce.h) */
 } eu_drive;
 
 /* Runs the drive to the end. answers has d->n entries; their data are the

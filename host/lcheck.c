@@ -895,6 +895,7 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   }
   eu_chooser_begin(ch, w);
   d.mask = events;
+  d.answers_shared = x->turn_idx != 0;
   x->run_answers = answers;
   x->run_events = events;
   rc = eu_drive_run(w, &d, answers, &settled, err, errlen);

@@ -45,6 +45,7 @@
 #define EU_RES_WORKER ((uint64_t)2)
 #define EU_RES_PRNG ((uint64_t)3)
 #define EU_RES_UNCAUGHT ((uint64_t)4)
+#define EU_RES_ANSWER(i) ((uint64_t)0x100 + (uint64_t)(i))  /* drive event i's answer */
 
 typedef struct eu_fp {
   uint64_t res[EU_FP_MAX];

@@ -984,7 +984,7 @@ static void answer(eu_world *w, eu_task *t, char *data, size_t len) {
   } else if (t->origin_slot > 0 && t->origin_slot <= w->nslots &&
              w->slots[t->origin_slot - 1].used) {
     eu_slot *s = &w->slots[t->origin_slot - 1];
-    eu_world_touch(w, EU_RES_DRIVE, 1);
+    eu_world_touch(w, EU_RES_DRIVE, 0);  /* the drive collects it in this step, and says what that writes */
     free(s->data);
     s->data = data;
     s->len = len;
@@ -1205,7 +1205,7 @@ static void strike_waiting(eu_world *w, eu_task *t) {
   record(w, "note", t->obj->tag, NULL, "%s ends: its client went away", t->label);
   if (t->origin_slot > 0 && t->origin_slot <= w->nslots && w->slots[t->origin_slot - 1].used) {
     eu_slot *s = &w->slots[t->origin_slot - 1];
-    eu_world_touch(w, EU_RES_DRIVE, 1);
+    eu_world_touch(w, EU_RES_DRIVE, 0);  /* the drive collects it in this step, and says what that writes */
     free(s->data);
     s->data = NULL;  /* no answer: the client is gone */
     s->len = 0;

@@ -11,11 +11,9 @@
 -- Request or Response into a plain table and back for that crossing.
 
 -- Loaded on first use: an object that never answers fetch never pays for JSON.
-local json = setmetatable({}, { __index = function(t, k)
-  local m = require "eutaxy.json"
-  setmetatable(t, { __index = m })
-  return m[k]
-end })
+-- Found through require each time rather than kept: a module the worker's
+-- requests share changes nothing once loaded (host/heapprint.h).
+local json = setmetatable({}, { __index = function(_, k) return require("eutaxy.json")[k] end })
 local url = require "eutaxy.url"
 
 local type, tostring, setmetatable, getmetatable = type, tostring, setmetatable, getmetatable

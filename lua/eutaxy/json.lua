@@ -116,17 +116,15 @@ local function bytewise_less(a, b)
 end
 
 -- Inside an isolate os.setlocale raises (no isolate may change the
--- process's locale): bytewise is then always right, and asking again would
--- only raise again.
+-- process's locale): bytewise is then always right. It is asked each time
+-- rather than remembered, so an encode changes nothing the worker's
+-- requests share (host/heapprint.h).
 local setlocale = os and os.setlocale
 
 local function key_order()
   if not setlocale then return bytewise_less end
   local ok, collate = pcall(setlocale, nil, "collate")
-  if not ok then
-    setlocale = nil
-    return bytewise_less
-  end
+  if not ok then return bytewise_less end
   if collate == "C" or collate == "POSIX" then return nil end
   return bytewise_less
 end
