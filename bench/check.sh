@@ -4,8 +4,8 @@
 #
 #   bench/check.sh            # leases, leases-fixed, wide-small, wide-small -j 2; 3 runs each
 #   bench/check.sh -n 5       # 5 runs each (the table shows the median)
-#   bench/check.sh --wide     # the full wide scenario (15,184 schedules reduced) instead of wide-small
-#   bench/check.sh --reset    # also wide-small with resets (10,412 schedules): what the fault costs
+#   bench/check.sh --wide     # the full wide scenario (5,356 schedules reduced) instead of wide-small
+#   bench/check.sh --reset    # also wide-small with resets (3,664 schedules): what the fault costs
 #   bench/check.sh --only leases-fixed
 #   bench/check.sh --always   # also leases-fixed and wide-small with a sim.always added
 #   bench/check.sh --por      # instead: the partial-order workloads, each with and without reduction
@@ -55,33 +55,33 @@ record="$tmp/runs.tsv"
 # name|expected-verdict|expected-schedules|jobs|scenario|extra arguments (optional)
 workloads=(
   "leases|VIOLATED|13|1|scenarios/lease-pool/leases.sim.lua"
-  "leases-fixed|BOUNDED|17|1|scenarios/lease-pool/leases.fixed.sim.lua"
+  "leases-fixed|BOUNDED|15|1|scenarios/lease-pool/leases.fixed.sim.lua"
 )
 if [ "$wide" = full ]; then
-  workloads+=("wide|BOUNDED|15184|1|bench/check/wide/wide.sim.lua"
+  workloads+=("wide|BOUNDED|5356|1|bench/check/wide/wide.sim.lua"
               "wide-j$jobs|BOUNDED|0|$jobs|bench/check/wide/wide.sim.lua")
 else
-  workloads+=("wide-small|BOUNDED|2376|1|bench/check/wide/wide-small.sim.lua"
+  workloads+=("wide-small|BOUNDED|800|1|bench/check/wide/wide-small.sim.lua"
               "wide-small-j$jobs|BOUNDED|0|$jobs|bench/check/wide/wide-small.sim.lua")
 fi
 if [ "$reset" = 1 ]; then
-  workloads+=("wide-small-reset|BOUNDED|10412|1|bench/check/wide/wide-small-reset.sim.lua")
+  workloads+=("wide-small-reset|BOUNDED|3664|1|bench/check/wide/wide-small-reset.sim.lua")
 fi
 # The cost of sim.always: the same spaces, with the uniqueness also looked at after every turn that wrote.
 if [ "$always" = yes ]; then
-  workloads+=("leases-fixed-always|BOUNDED|18|1|bench/check/lease-always/leases-fixed-always.sim.lua"
-              "wide-small-always|BOUNDED|3836|1|bench/check/wide/wide-small-always.sim.lua")
+  workloads+=("leases-fixed-always|BOUNDED|16|1|bench/check/lease-always/leases-fixed-always.sim.lua"
+              "wide-small-always|BOUNDED|2780|1|bench/check/wide/wide-small-always.sim.lua")
 fi
 
 # Partial-order reduction: the orders of turns that commute (bench/check/por)
 # and the fanout outbox (bench/check/outbox), each reduced and in full. The
 # full searches that do not end in reasonable time run under a budget.
 if [ "$por" = yes ]; then
-  workloads=("por-disjoint|BOUNDED|6|1|bench/check/por/disjoint.sim.lua"
+  workloads=("por-disjoint|BOUNDED|1|1|bench/check/por/disjoint.sim.lua"
              "por-disjoint-full|INCONCLUSIVE|0|1|bench/check/por/disjoint.sim.lua|--no-reduction --budget-ms 60000"
-             "por-shared|BOUNDED|888|1|bench/check/por/shared.sim.lua"
+             "por-shared|BOUNDED|168|1|bench/check/por/shared.sim.lua"
              "por-shared-full|BOUNDED|33120|1|bench/check/por/shared.sim.lua|--no-reduction"
-             "por-lock|BOUNDED|32|1|bench/check/por/lock.sim.lua"
+             "por-lock|BOUNDED|16|1|bench/check/por/lock.sim.lua"
              "por-lock-full|BOUNDED|2696|1|bench/check/por/lock.sim.lua|--no-reduction"
              "outbox|BOUNDED|11834|1|bench/check/outbox/outbox.sim.lua|--budget-ms 600000"
              "outbox-full|INCONCLUSIVE|0|1|bench/check/outbox/outbox.sim.lua|--no-reduction --budget-ms 120000")

@@ -32,6 +32,6 @@ describe("the fault sweep", function()
     -- the full tree of the fixed lease pool has 23 schedules, whichever part ran them
     assert.is_true(full.counts.sweepRuns > 0)
     assert.are.equal(23, full.counts.schedules)
-    assert.are.equal(17, reduced.counts.schedules)
+    assert.are.equal(15, reduced.counts.schedules)
   end)
 end)
