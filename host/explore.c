@@ -519,52 +519,89 @@ static int hold(held *h, const eu_chooser *c, int cap, int faults, uint64_t even
   return EU_OK;
 }
 
-/* Every fault point of the first schedule tried with every kind, then those
- * the runs that did so reach with a fault left: one run per point and kind,
- * breadth-first (see the top of this file). Every shard runs the whole sweep,
- * to know which runs the tree must not count again; it counts its share. */
-static int sweep(eu_search *s, eu_run_fn fn, void *ud, keyset *runs, held *h, char *err, size_t errlen) {
-  prefixes q = { NULL, 0, 0 };
-  keyset tried = { NULL, 0, 0 };
-  eu_choices root = { NULL, NULL, NULL, 0, 0 };
+/* What the sweep keeps for the whole search: the runs it counted, the
+ * fault points and kinds some run struck, a violation it found. */
+typedef struct sweeper {
+  keyset runs;      /* run_key of every run the sweep counted: the tree skips them */
+  keyset tried;     /* (point, branches, kind) some run struck */
+  held h;
+} sweeper;
+
+static uint64_t pair_key(const eu_chooser *c, int i, int b) {
+  return mix(c->labels[i], ((uint64_t)c->path.n[i] << 8) | (uint64_t)b);
+}
+
+/* Notes the faults c's run struck as tried, and queues a run for every
+ * kind offered at or after position from that no run struck yet (a branch
+ * this shard may take: c->allow). */
+static int note_pairs(sweeper *sw, const eu_chooser *c, int from, prefixes *q) {
+  int i, b;
+  for (i = 0; i < c->path.len && i < c->caplabels; i++)
+    if (!c->path.k[i] && c->path.c[i] > 0 && keyset_add(&sw->tried, pair_key(c, i, c->path.c[i])) < 0)
+      return EU_ENOMEM;
+  for (i = from; i < c->path.len && i < c->caplabels; i++) {
+    if (c->path.k[i] || c->path.n[i] < 2) continue;
+    for (b = 1; b < c->path.n[i]; b++) {
+      int fresh;
+      if (c->allow && !(c->allow[i] >> b & 1)) continue;
+      fresh = keyset_add(&sw->tried, pair_key(c, i, b));
+      if (fresh < 0 || (fresh > 0 && prefixes_push(q, &c->path, i, b) != EU_OK)) return EU_ENOMEM;
+    }
+  }
+  return EU_OK;
+}
+
+/* Runs the queued prefixes at cap, breadth-first, queueing what each
+ * reaches in turn. A run is counted once, by the shard that owns its
+ * faults; in the tree (cap below the search's) only one with cap faults,
+ * and its violation is found at once, else the first violation is held. */
+static int deviations(eu_search *s, eu_run_fn fn, void *ud, sweeper *sw, prefixes *q, int cap,
+                      int in_tree, eu_chooser *found_c, int *found_faults, char *err, size_t errlen) {
   int head = 0, rc = EU_OK;
-  if (prefixes_push(&q, &root, 0, -1) != EU_OK) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
-  while (head < q.n && rc == EU_OK && !expired(s)) {
+  while (head < q->n && rc == EU_OK && !expired(s) && !*found_faults) {
     eu_chooser c;
-    int faults = 0, v, i, from = q.p[head].len;
+    int faults = 0, v, from = q->p[head].len;
     eu_chooser_init(&c, EU_MODE_DFS, 0);
     c.labels_on = 1;
-    c.cap = s->max_faults;
-    if (choices_copy(&c.prefix, &q.p[head++]) != EU_OK) {
+    c.cap = cap;
+    if (choices_copy(&c.prefix, &q->p[head++]) != EU_OK) {
       eu_chooser_free(&c);
-      rc = eu_err(err, errlen, EU_ENOMEM, "out of memory");
-      break;
+      return eu_err(err, errlen, EU_ENOMEM, "out of memory");
     }
-    v = fn(ud, &c, s->events, s->max_faults, &faults, err, errlen);
+    v = fn(ud, &c, s->events, cap, &faults, err, errlen);
     s->runs++;
     s->swept++;
     if (v < 0) {
       rc = v;
-    } else if (keyset_add(runs, run_key(&c.path)) > 0 &&
+    } else if ((!in_tree || faults == cap) && keyset_add(&sw->runs, run_key(&c.path)) > 0 &&
                (faults ? owner_of(c.fault_set, s->shard_n) : 0) == s->shard_k) {
       count(s, ud, faults);
-      if (v == 1 && hold(h, &c, s->max_faults, faults, s->events) != EU_OK)
+      if (v == 1 && in_tree) {
+        if (choices_copy(&found_c->path, &c.path) != EU_OK) rc = eu_err(err, errlen, EU_ENOMEM, "out of memory");
+        *found_faults = faults + 1;
+      } else if (v == 1 && hold(&sw->h, &c, cap, faults, s->events) != EU_OK) {
         rc = eu_err(err, errlen, EU_EINVAL, "a violating schedule of %d decisions is too long to report", c.path.len);
-    }
-    /* the points this run reached past its own fault, while one is left */
-    for (i = from; rc == EU_OK && faults < s->max_faults && i < c.path.len; i++) {
-      int b;
-      if (c.path.k[i] || c.path.n[i] < 2 || i >= c.caplabels) continue;
-      for (b = 1; b < c.path.n[i] && rc == EU_OK; b++) {
-        int fresh = keyset_add(&tried, mix(c.labels[i], ((uint64_t)c.path.n[i] << 8) | (uint64_t)b));
-        if (fresh < 0 || (fresh > 0 && prefixes_push(&q, &c.path, i, b) != EU_OK))
-          rc = eu_err(err, errlen, EU_ENOMEM, "out of memory");
       }
     }
+    if (rc == EU_OK && note_pairs(sw, &c, from, q) != EU_OK) rc = eu_err(err, errlen, EU_ENOMEM, "out of memory");
     eu_chooser_free(&c);
   }
+  return rc;
+}
+
+/* Every fault point of the first schedule tried with every kind, then those
+ * the runs that did so reach with a fault left: one run per point and kind,
+ * breadth-first (see the top of this file). Every shard runs the whole sweep,
+ * to know which runs the tree must not count again; it counts its share. */
+static int sweep(eu_search *s, eu_run_fn fn, void *ud, sweeper *sw, char *err, size_t errlen) {
+  prefixes q = { NULL, 0, 0 };
+  eu_choices root = { NULL, NULL, NULL, 0, 0 };
+  eu_chooser unused;
+  int rc, none = 0;
+  if (prefixes_push(&q, &root, 0, -1) != EU_OK) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  memset(&unused, 0, sizeof unused);
+  rc = deviations(s, fn, ud, sw, &q, s->max_faults, 0, &unused, &none, err, errlen);
   prefixes_free(&q);
-  free(tried.slot);
   return rc;
 }
 
@@ -699,12 +736,13 @@ enum { TREE_DONE = 0, TREE_FOUND, TREE_EXPIRED };
 
 /* The subtree under prefix (the whole tree for an empty one), depth-first. */
 static int subtree(eu_search *s, eu_run_fn fn, void *ud, int cap, const eu_choices *prefix,
-                   const keyset *swept, int own, int *outcome, char *err, size_t errlen) {
+                   sweeper *sw, int own, int *outcome, char *err, size_t errlen) {
   eu_chooser c;
   int rc = EU_OK, floor = prefix ? prefix->len : 0;
   *outcome = TREE_DONE;
   eu_chooser_init(&c, EU_MODE_DFS, 0);
   c.cap = cap;
+  c.labels_on = sw != NULL;
   if (own) {
     c.own_k = s->shard_k;
     c.own_n = s->shard_n;
@@ -734,9 +772,27 @@ static int subtree(eu_search *s, eu_run_fn fn, void *ud, int cap, const eu_choic
       rc = eu_err(err, errlen, rc, "out of memory");
       break;
     }
+    /* A fault point this run reached that no run struck yet, with a kind
+     * it offered: tried now, before the tree goes on, so that a budget that
+     * ends the tree still finds every point and kind tried. */
+    if (sw && cap > 0 && v != 1) {
+      prefixes q = { NULL, 0, 0 };
+      eu_chooser hit;
+      int hit_faults = 0;
+      memset(&hit, 0, sizeof hit);
+      rc = note_pairs(sw, &c, 0, &q) != EU_OK ? eu_err(err, errlen, EU_ENOMEM, "out of memory")
+         : deviations(s, fn, ud, sw, &q, cap, 1, &hit, &hit_faults, err, errlen);
+      prefixes_free(&q);
+      if (rc == EU_OK && hit_faults) {
+        rc = found(s, &hit, cap, hit_faults - 1, err, errlen);
+        *outcome = TREE_FOUND;
+      }
+      eu_choices_free(&hit.path);
+      if (rc != EU_OK || *outcome == TREE_FOUND) break;
+    }
     /* A run with fewer faults than the cap was checked at its own count. */
     if (faults < cap && cap > s->min_faults) continue;
-    if (swept && keyset_has(swept, run_key(&c.path))) continue;
+    if (sw && keyset_has(&sw->runs, run_key(&c.path))) continue;
     count(s, ud, faults);
     if (v == 1) {
       rc = found(s, &c, cap, faults, err, errlen);
@@ -754,7 +810,7 @@ static int subtree(eu_search *s, eu_run_fn fn, void *ud, int cap, const eu_choic
  * fault-free tree is the first shard's; each explores the runs with fewer
  * faults too, uncounted, to reach its own. Without faults, the shards split
  * the frontier's subtrees. */
-static int tree(eu_search *s, eu_run_fn fn, void *ud, int cap, const keyset *swept, int *outcome,
+static int tree(eu_search *s, eu_run_fn fn, void *ud, int cap, sweeper *swept, int *outcome,
                 char *err, size_t errlen) {
   fnode *nodes = NULL;
   int n = 0, i, rc;
@@ -774,25 +830,24 @@ static int tree(eu_search *s, eu_run_fn fn, void *ud, int cap, const keyset *swe
 }
 
 static int search_dfs(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t errlen) {
-  keyset swept = { NULL, 0, 0 };
-  held h;
-  int cap, rc = EU_OK, outcome = TREE_DONE;
-  memset(&h, 0, sizeof h);
-  if (s->sweep && s->max_faults > 0 && s->min_faults == 0)
-    rc = sweep(s, fn, ud, &swept, &h, err, errlen);
+  sweeper sw;
+  int cap, rc = EU_OK, outcome = TREE_DONE, sweeping = s->sweep && s->max_faults > 0 && s->min_faults == 0;
+  memset(&sw, 0, sizeof sw);
+  if (sweeping) rc = sweep(s, fn, ud, &sw, err, errlen);
   /* A violation the sweep found stands unless one with fewer faults is found first. */
   for (cap = s->min_faults; rc == EU_OK && cap <= s->max_faults && outcome == TREE_DONE; cap++) {
-    if (h.on && cap >= h.faults) break;
+    if (sw.h.on && cap >= sw.h.faults) break;
     if (expired(s)) outcome = TREE_EXPIRED;
-    else rc = tree(s, fn, ud, cap, swept.slot ? &swept : NULL, &outcome, err, errlen);
+    else rc = tree(s, fn, ud, cap, sweeping ? &sw : NULL, &outcome, err, errlen);
   }
-  free(swept.slot);
+  free(sw.runs.slot);
+  free(sw.tried.slot);
   if (rc != EU_OK) return rc;
   if (outcome == TREE_FOUND) return EU_OK;
-  if (h.on) {
+  if (sw.h.on) {
     s->verdict = EU_VIOLATED;
-    s->faults = h.faults;
-    memcpy(s->schedule, h.schedule, sizeof s->schedule);
+    s->faults = sw.h.faults;
+    memcpy(s->schedule, sw.h.schedule, sizeof s->schedule);
     return EU_OK;
   }
   s->verdict = outcome == TREE_EXPIRED ? EU_INCONCLUSIVE : EU_BOUNDED;
