@@ -22,11 +22,24 @@ int eu_err(char *err, size_t errlen, int code, const char *fmt, ...) {
 void eu_buf_init(eu_buf *b) {
   b->p = NULL;
   b->n = b->cap = 0;
+  b->alloc = NULL;
+  b->ud = NULL;
+}
+
+void eu_buf_init_with(eu_buf *b, void *(*alloc)(void *ud, void *p, size_t old, size_t n), void *ud) {
+  eu_buf_init(b);
+  b->alloc = alloc;
+  b->ud = ud;
 }
 
 void eu_buf_free(eu_buf *b) {
-  free(b->p);
-  eu_buf_init(b);
+  if (b->alloc) {
+    if (b->p) b->alloc(b->ud, b->p, b->cap, 0);
+  } else {
+    free(b->p);
+  }
+  b->p = NULL;
+  b->n = b->cap = 0;
 }
 
 void eu_buf_reset(eu_buf *b) {
@@ -42,7 +55,7 @@ int eu_buf_reserve(eu_buf *b, size_t extra) {
   if (need <= b->cap) return EU_OK;
   cap = b->cap ? b->cap : 64;
   while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-  p = realloc(b->p, cap);
+  p = b->alloc ? b->alloc(b->ud, b->p, b->p ? b->cap : 0, cap) : realloc(b->p, cap);
   if (!p) return EU_ENOMEM;
   b->p = p;
   b->cap = cap;

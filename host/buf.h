@@ -16,9 +16,16 @@ typedef struct eu_buf {
   char *p;     /* the bytes; NUL-terminated whenever n < cap, so text can be read as a C string */
   size_t n;    /* bytes used */
   size_t cap;  /* bytes allocated */
+  /* Where the bytes come from, as lua_Alloc: NULL for malloc. A buffer of
+   * an isolate's takes its bytes from the isolate's heap, so that an image
+   * of the heap holds it too (arena.h). */
+  void *(*alloc)(void *ud, void *p, size_t old, size_t n);
+  void *ud;
 } eu_buf;
 
 void eu_buf_init(eu_buf *b);
+/* A buffer whose bytes come from alloc (eu_buf_take is not for it). */
+void eu_buf_init_with(eu_buf *b, void *(*alloc)(void *ud, void *p, size_t old, size_t n), void *ud);
 void eu_buf_free(eu_buf *b);
 void eu_buf_reset(eu_buf *b);                 /* n = 0, keeps the allocation */
 int eu_buf_reserve(eu_buf *b, size_t extra);  /* room for extra more bytes (and a NUL) */

@@ -94,58 +94,114 @@ static int admit(eu_world *w, const eu_drive *d, int i, int now, eu_drive_answer
   return EU_OK;
 }
 
-int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *settled, char *err,
-                 size_t errlen) {
-  int *slots, *resends, *state;
-  int inflight = 0, left = 0, i, rc = EU_OK;
-  long steps = 0;
-  *settled = 1;
-  slots = calloc((size_t)(d->n > 0 ? d->n : 1), sizeof *slots);
-  resends = calloc((size_t)(d->n > 0 ? d->n : 1), sizeof *resends);
-  state = calloc((size_t)(d->n > 0 ? d->n : 1), sizeof *state);
-  if (!slots || !resends || !state) {
-    rc = eu_err(err, errlen, EU_ENOMEM, "out of memory");
-    goto done;
-  }
+void eu_drive_state_free(eu_drive_state *st) {
+  free(st->slots);
+  free(st->resends);
+  free(st->state);
+  memset(st, 0, sizeof *st);
+}
+
+int eu_drive_begin(eu_world *w, const eu_drive *d, eu_drive_state *st, eu_drive_answer *answers,
+                   char *err, size_t errlen) {
+  size_t n = (size_t)(d->n > 0 ? d->n : 1);
+  int i;
+  memset(st, 0, sizeof *st);
+  st->answers = answers;
+  st->slots = calloc(n, sizeof *st->slots);
+  st->resends = calloc(n, sizeof *st->resends);
+  st->state = calloc(n, sizeof *st->state);
+  if (!st->slots || !st->resends || !st->state) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   memset(answers, 0, (size_t)d->n * sizeof *answers);
   for (i = 0; i < d->n; i++) {
     if (!(d->mask & ((uint64_t)1 << i))) {
-      state[i] = EU_ADMITTED;
+      st->state[i] = EU_ADMITTED;
       continue;
     }
-    left++;
-    if (d->events[i].at <= 0) {
-      state[i] = EU_WAITING;
-    } else if (eu_world_arrival(w, d->events[i].at, i) != EU_OK) {
-      rc = eu_err(err, errlen, EU_ENOMEM, "out of memory");
-      goto done;
-    }
+    st->left++;
+    if (d->events[i].at <= 0) st->state[i] = EU_WAITING;
+    else if (eu_world_arrival(w, d->events[i].at, i) != EU_OK) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   }
+  return EU_OK;
+}
+
+int eu_drive_save(const eu_drive *d, const eu_drive_state *st, eu_buf *into) {
+  size_t n = (size_t)d->n;
+  int i;
+  if (eu_buf_put(into, &st->inflight, sizeof st->inflight) != EU_OK ||
+      eu_buf_put(into, &st->left, sizeof st->left) != EU_OK ||
+      eu_buf_put(into, &st->steps, sizeof st->steps) != EU_OK ||
+      eu_buf_put(into, st->slots, n * sizeof *st->slots) != EU_OK ||
+      eu_buf_put(into, st->resends, n * sizeof *st->resends) != EU_OK ||
+      eu_buf_put(into, st->state, n * sizeof *st->state) != EU_OK ||
+      eu_buf_put(into, st->answers, n * sizeof *st->answers) != EU_OK)
+    return EU_ENOMEM;
+  for (i = 0; i < d->n; i++)
+    if (st->answers[i].data && eu_buf_put(into, st->answers[i].data, st->answers[i].len) != EU_OK)
+      return EU_ENOMEM;
+  return EU_OK;
+}
+
+int eu_drive_load(const eu_drive *d, eu_drive_state *st, const char *p) {
+  size_t n = (size_t)d->n;
+  int i, rc = EU_OK;
+  for (i = 0; i < d->n; i++) free(st->answers[i].data);
+  memcpy(&st->inflight, p, sizeof st->inflight);
+  p += sizeof st->inflight;
+  memcpy(&st->left, p, sizeof st->left);
+  p += sizeof st->left;
+  memcpy(&st->steps, p, sizeof st->steps);
+  p += sizeof st->steps;
+  memcpy(st->slots, p, n * sizeof *st->slots);
+  p += n * sizeof *st->slots;
+  memcpy(st->resends, p, n * sizeof *st->resends);
+  p += n * sizeof *st->resends;
+  memcpy(st->state, p, n * sizeof *st->state);
+  p += n * sizeof *st->state;
+  memcpy(st->answers, p, n * sizeof *st->answers);
+  p += n * sizeof *st->answers;
+  for (i = 0; i < d->n; i++) {
+    char *data;
+    if (!st->answers[i].data) continue;
+    if (!(data = malloc(st->answers[i].len ? st->answers[i].len : 1))) {
+      st->answers[i].data = NULL;
+      rc = EU_ENOMEM;
+      continue;
+    }
+    memcpy(data, p, st->answers[i].len);
+    p += st->answers[i].len;
+    st->answers[i].data = data;
+  }
+  return rc;
+}
+
+int eu_drive_go(eu_world *w, const eu_drive *d, eu_drive_state *st, int *settled,
+                int (*at_step)(void *ud), void *ud, char *err, size_t errlen) {
+  eu_drive_answer *answers = st->answers;
+  int *slots = st->slots, *resends = st->resends, *state = st->state, i, rc = EU_OK;
+  *settled = 1;
   for (;;) {
     int stepped, arrived;
-    for (i = 0; i < d->n && inflight < d->max_concurrent; i++)
+    if (at_step && (rc = at_step(ud)) != EU_OK) return rc;
+    for (i = 0; i < d->n && st->inflight < d->max_concurrent; i++)
       if (state[i] == EU_WAITING &&
-          (rc = admit(w, d, i, 0, answers, slots, state, &inflight, &left, err, errlen)) < 0)
-        goto done;
+          (rc = admit(w, d, i, 0, answers, slots, state, &st->inflight, &st->left, err, errlen)) < 0)
+        return rc;
     rc = EU_OK;
     if (eu_world_stopped(w)) break;
     stepped = eu_world_step(w, err, errlen);
-    if (stepped < 0) {
-      rc = stepped;
-      goto done;
-    }
+    if (stepped < 0) return stepped;
     if (eu_world_stopped(w)) break;
     if ((arrived = eu_world_arrived(w)) >= 0 && arrived < d->n && state[arrived] == EU_AHEAD) {
       /* Nothing that arrived earlier is waiting while there is room: the
        * admissions above took it. */
-      if (inflight < d->max_concurrent) {
-        rc = admit(w, d, arrived, 1, answers, slots, state, &inflight, &left, err, errlen);
-        if (rc < 0) goto done;
+      if (st->inflight < d->max_concurrent) {
+        rc = admit(w, d, arrived, 1, answers, slots, state, &st->inflight, &st->left, err, errlen);
+        if (rc < 0) return rc;
       } else {
         state[arrived] = EU_WAITING;
         eu_world_touch(w, EU_RES_DRIVE, 1);
         eu_world_log(w, "%s  arrives; waits while %d %s in flight (maxConcurrentInvocations)",
-                     d->events[arrived].label, inflight, inflight == 1 ? "is" : "are");
+                     d->events[arrived].label, st->inflight, st->inflight == 1 ? "is" : "are");
       }
     }
     for (i = 0; i < d->n; i++) {
@@ -174,31 +230,35 @@ int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *
       if (again) {
         free(data);
         answers[i].deliveries++;
-        if ((rc = deliver(w, d, i, 0, answers, slots, err, errlen)) < 0) goto done;
+        if ((rc = deliver(w, d, i, 0, answers, slots, err, errlen)) < 0) return rc;
         rc = EU_OK;
         if (slots[i]) continue;
-        inflight--;  /* lost before it arrived, with no retry left: deliver recorded it */
+        st->inflight--;  /* lost before it arrived, with no retry left: deliver recorded it */
         continue;
       }
       answers[i].data = data;
       answers[i].len = len;
-      inflight--;
+      st->inflight--;
     }
     if (!stepped) {
-      if (inflight == 0 && left == 0) break;
-      if (inflight > 0) {
-        rc = eu_err(err, errlen, EU_EINVAL, "a drive event never finished: nothing is left to run");
-        goto done;
-      }
+      if (st->inflight == 0 && st->left == 0) break;
+      if (st->inflight > 0) return eu_err(err, errlen, EU_EINVAL, "a drive event never finished: nothing is left to run");
     }
-    if (++steps > d->max_events) {
+    if (++st->steps > d->max_events) {
       *settled = 0;
       break;
     }
   }
-done:
-  free(slots);
-  free(resends);
-  free(state);
+  return rc;
+}
+
+int eu_drive_run(eu_world *w, const eu_drive *d, eu_drive_answer *answers, int *settled, char *err,
+                 size_t errlen) {
+  eu_drive_state st;
+  int rc;
+  *settled = 1;
+  rc = eu_drive_begin(w, d, &st, answers, err, errlen);
+  if (rc == EU_OK) rc = eu_drive_go(w, d, &st, settled, NULL, NULL, err, errlen);
+  eu_drive_state_free(&st);
   return rc;
 }

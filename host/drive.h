@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "world.h"
 
 typedef struct eu_drive_event {
@@ -50,6 +51,28 @@ typedef struct eu_drive {
   int answers_shared;   /* something reads every answer between turns (a property):
                            collecting one writes them all (reduce.h) */
 } eu_drive;
+
+/* A drive under way: where each event stands, and the answers so far. */
+typedef struct eu_drive_state {
+  int *slots, *resends, *state;
+  int inflight, left;
+  long steps;
+  eu_drive_answer *answers;   /* the caller's, d->n of them */
+} eu_drive_state;
+
+/* The run in two parts, for a checker that keeps checkpoints: begin queues
+ * the events that arrive later; go runs to the end, calling at_step (if
+ * not NULL) before each step, where the world and the drive are between
+ * two steps; a non-zero return from it ends the run with that code. save
+ * appends the state to a buffer and load puts it back (answers' data
+ * included: load frees what they held). */
+int eu_drive_begin(eu_world *w, const eu_drive *d, eu_drive_state *st, eu_drive_answer *answers,
+                   char *err, size_t errlen);
+int eu_drive_go(eu_world *w, const eu_drive *d, eu_drive_state *st, int *settled,
+                int (*at_step)(void *ud), void *ud, char *err, size_t errlen);
+int eu_drive_save(const eu_drive *d, const eu_drive_state *st, eu_buf *into);
+int eu_drive_load(const eu_drive *d, eu_drive_state *st, const char *p);
+void eu_drive_state_free(eu_drive_state *st);
 
 /* Runs the drive to the end. answers has d->n entries; their data are the
  * caller's to free. *settled is 0 if the run was cut at max_events. */

@@ -144,6 +144,60 @@ void eu_chooser_step_end(void *ud, const eu_fp *fp) {
   if (c->red) eu_reducer_step_end(c->red, fp);
 }
 
+int eu_trail_keep(eu_trail *t, const eu_chooser *c) {
+  int len = c->path.len;
+  if (choices_copy(&t->path, &c->path) != EU_OK) return EU_ENOMEM;
+  if (len > t->cap) {
+    uint64_t *a = realloc(t->allow, (size_t)len * sizeof *a), *l;
+    if (!a) return EU_ENOMEM;
+    t->allow = a;
+    if (!(l = realloc(t->labels, (size_t)len * sizeof *l))) return EU_ENOMEM;
+    t->labels = l;
+    t->cap = len;
+  }
+  if (len) memcpy(t->allow, c->allow, (size_t)len * sizeof *t->allow);
+  t->has_labels = c->labels_on;
+  if (len && t->has_labels) {
+    int n = len < c->caplabels ? len : c->caplabels;  /* order decisions past the last fault note none */
+    memcpy(t->labels, c->labels, (size_t)n * sizeof *t->labels);
+    memset(t->labels + n, 0, (size_t)(len - n) * sizeof *t->labels);
+  }
+  return EU_OK;
+}
+
+void eu_trail_free(eu_trail *t) {
+  eu_choices_free(&t->path);
+  free(t->allow);
+  free(t->labels);
+  memset(t, 0, sizeof *t);
+}
+
+int eu_chooser_resume(eu_chooser *c, const eu_trail *t, int len, int struck, uint64_t fault_set) {
+  int i;
+  if (len > t->path.len || (c->labels_on && len > 0 && !t->has_labels)) return EU_EINVAL;
+  if (len > c->capallow) {
+    uint64_t *a = realloc(c->allow, (size_t)len * sizeof *a);
+    if (!a) return EU_ENOMEM;
+    c->allow = a;
+    c->capallow = len;
+  }
+  if (c->labels_on && len > c->caplabels) {
+    uint64_t *a = realloc(c->labels, (size_t)len * sizeof *a);
+    if (!a) return EU_ENOMEM;
+    c->labels = a;
+    c->caplabels = len;
+  }
+  c->path.len = 0;
+  for (i = 0; i < len; i++)
+    if (choices_push(&c->path, t->path.c[i], t->path.n[i], t->path.k[i] ? EU_CHOICE_ORDER : EU_CHOICE_FAULT) != EU_OK)
+      return EU_ENOMEM;
+  if (len) memcpy(c->allow, t->allow, (size_t)len * sizeof *c->allow);
+  if (len && c->labels_on) memcpy(c->labels, t->labels, (size_t)len * sizeof *c->labels);
+  c->struck = struck;
+  c->fault_set = fault_set;
+  return EU_OK;
+}
+
 /* A fault point as coverage names it: its label without the delivery and
  * firing numbers ("req-1 effect #0 (DO:POOL acquire)"), hashed. */
 static uint64_t point_hash(const char *label) {
@@ -162,6 +216,7 @@ static uint64_t point_hash(const char *label) {
 static int note_label(eu_chooser *c, int i, const char *label) {
   if (i >= c->caplabels) {
     int cap = c->caplabels ? c->caplabels * 2 : 64;
+    while (cap <= i) cap *= 2;  /* order decisions between two faults note nothing */
     uint64_t *a = realloc(c->labels, (size_t)cap * sizeof *a);
     if (!a) return EU_ENOMEM;
     c->labels = a;
@@ -199,6 +254,7 @@ static int note_allowed(eu_chooser *c, int i, int kind, int n, const char *label
   int b;
   if (i >= c->capallow) {
     int cap = c->capallow ? c->capallow * 2 : 64;
+    while (cap <= i) cap *= 2;
     uint64_t *a = realloc(c->allow, (size_t)cap * sizeof *a);
     if (!a) return EU_ENOMEM;
     c->allow = a;

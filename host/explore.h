@@ -77,6 +77,19 @@ void eu_chooser_step_end(void *ud, const eu_fp *fp);
  * position floor (the root of the subtree explored); 0 when it is done. */
 int eu_chooser_backtrack(eu_chooser *c, int floor);
 
+/* A run's decisions, kept so that a later run with the same start can
+ * begin at a checkpoint of it (a world rewound there) instead of running up
+ * to it again: eu_chooser_resume, after eu_chooser_begin, takes the first
+ * len decisions as made, with the faults struck by then. */
+typedef struct eu_trail {
+  eu_choices path;
+  uint64_t *allow, *labels;
+  int cap, has_labels;
+} eu_trail;
+int eu_trail_keep(eu_trail *t, const eu_chooser *c);
+void eu_trail_free(eu_trail *t);
+int eu_chooser_resume(eu_chooser *c, const eu_trail *t, int len, int struck, uint64_t fault_set);
+
 /* Schedule strings. events is a mask of kept events (bit i: event i+1). */
 int eu_schedule_format(char *out, size_t n, int fault_cap, uint64_t events, const eu_choices *ch);
 int eu_schedule_parse(const char *s, int *fault_cap, uint64_t *events, eu_choices *ch, char *err,

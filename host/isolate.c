@@ -37,6 +37,7 @@ typedef struct slab_chunk {
 
 struct eu_isolate {
   lua_State *L;
+  eu_arena *arena;     /* where the whole isolate lives, or NULL */
   size_t mem, mem_limit;
   void *free_list[EU_CLASSES];
   char *bump, *bump_end;
@@ -191,6 +192,30 @@ static void free_chunks(eu_isolate *iso) {
 
 #endif
 
+/* An isolate in an arena: every block, and the handle, are the arena's. */
+static void *arena_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  eu_isolate *iso = ud;
+  size_t old = ptr ? osize : 0;
+  void *p;
+  if (nsize == 0) {
+    eu_arena_free(iso->arena, ptr, old);
+    iso->mem -= old;
+    return NULL;
+  }
+  if (!ptr && osize == LUA_TSTRING) eu_sandbox_charge_alloc(&iso->meter, nsize);
+  if (nsize > old) {
+    if (!within(iso, old, nsize)) return NULL;
+    if (eu_faultsim_alloc()) {
+      eu_faultsim_note_oom();
+      return NULL;
+    }
+  }
+  p = eu_arena_realloc(iso->arena, ptr, old, nsize);
+  if (p) iso->mem = iso->mem - old + nsize;
+  else eu_faultsim_note_oom();
+  return p;
+}
+
 static int l_print(lua_State *L) {
   eu_isolate *iso = eu_isolate_of(L);
   int n = lua_gettop(L), i;
@@ -294,17 +319,26 @@ static int boot(lua_State *L) {
 }
 
 int eu_isolate_new(eu_isolate **out, const eu_isolate_opts *o, char *err, size_t errlen) {
-  eu_isolate *iso = calloc(1, sizeof *iso);
+  eu_isolate *iso;
   lua_State *L;
   *out = NULL;
+  if (o->arena) {
+    eu_arena_clear(o->arena);
+    if ((iso = eu_arena_alloc(o->arena, sizeof *iso)) != NULL) memset(iso, 0, sizeof *iso);
+  } else {
+    iso = calloc(1, sizeof *iso);
+  }
   if (!iso) return eu_err(err, errlen, EU_ENOMEM, "out of memory creating an isolate");
+  iso->arena = o->arena;
   iso->mem_limit = o->mem_limit ? o->mem_limit : EU_ISOLATE_MEM_DEFAULT;
   iso->ud = o->ud;
   iso->log = o->log;
-  L = lua_newstate(alloc, iso);
+  L = lua_newstate(iso->arena ? arena_alloc : alloc, iso);
   if (!L) {
-    free_chunks(iso);
-    free(iso);
+    if (!iso->arena) {
+      free_chunks(iso);
+      free(iso);
+    }
     return eu_err(err, errlen, EU_ENOMEM, "out of memory creating an isolate");
   }
   iso->L = L;
@@ -336,6 +370,10 @@ void eu_isolate_close(eu_isolate *iso) {
   if (iso->L) {
     eu_sandbox_arm(iso->L, 0);
     lua_close(iso->L);
+  }
+  if (iso->arena) {
+    eu_arena_clear(iso->arena);
+    return;
   }
   free_chunks(iso);
   free(iso);

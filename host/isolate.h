@@ -14,6 +14,7 @@
 #define EUTAXY_ISOLATE_H
 
 #include <lua.h>
+#include "arena.h"
 #include "determ.h"
 #include "sandbox.h"
 
@@ -27,10 +28,14 @@ typedef struct eu_isolate_opts {
   lua_CFunction open_core;     /* opens eutaxy.core for this isolate */
   void (*log)(void *ud, const char *msg, size_t len);  /* print's output */
   void *ud;                    /* the owner's data, for open_core and log */
+  eu_arena *arena;             /* the heap to live in, emptied first (the checker's), or NULL */
 } eu_isolate_opts;
 
 #define EU_ISOLATE_MEM_DEFAULT ((size_t)128 << 20)
 
+/* In an arena, the isolate (this handle included) is the arena's whole
+ * heap: an image of the arena taken between turns returns it to that
+ * moment, at the same address. */
 int eu_isolate_new(eu_isolate **out, const eu_isolate_opts *o, char *err, size_t errlen);
 void eu_isolate_close(eu_isolate *iso);
 lua_State *eu_isolate_L(eu_isolate *iso);

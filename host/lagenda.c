@@ -511,12 +511,15 @@ static const luaL_Reg eu_lagenda_funcs[] = {
 
 void eu_lagenda_push(lua_State *L, eu_store *s) {
   eu_lagenda *a;
+  lua_Alloc f_alloc;
+  void *f_ud;
   lua_createtable(L, 0, sizeof eu_lagenda_funcs / sizeof eu_lagenda_funcs[0] - 1);
   a = lua_newuserdatauv(L, sizeof *a, 0);
   a->s = s;
-  eu_buf_init(&a->scratch);
-  eu_buf_init(&a->rows);
-  eu_buf_init(&a->list);
+  f_alloc = lua_getallocf(L, &f_ud);  /* the isolate's heap: its images hold the buffers too */
+  eu_buf_init_with(&a->scratch, f_alloc, f_ud);
+  eu_buf_init_with(&a->rows, f_alloc, f_ud);
+  eu_buf_init_with(&a->list, f_alloc, f_ud);
   if (luaL_newmetatable(L, LAGENDA_MT)) {
     lua_pushcfunction(L, l_gc);
     lua_setfield(L, -2, "__gc");

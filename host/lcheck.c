@@ -70,6 +70,26 @@ typedef struct point {
   unsigned run_kinds, run_open, run_spent, run_tried;
 } point;
 
+/* A fault point noted by the run in progress: applied to the points when
+ * the run ends, so that a run that starts at a checkpoint has what the
+ * decisions before it noted (see the restorer below). */
+typedef struct pnote {
+  int point;              /* index in points */
+  unsigned kinds, open, spent;
+  int struck;
+} pnote;
+
+/* What a checkpoint of the kept world needs besides the world: the
+ * chooser's place, the reducer's, the drive's state, the notes so far. */
+typedef struct rck {
+  int pathlen, struck;
+  uint64_t fault_set;
+  eu_reducer_pos rpos;
+  int has_rpos;
+  eu_buf drive;
+  int nnotes;
+} rck;
+
 typedef struct xctx {
   lua_State *L;
   int check_idx;            /* the check function, on L's stack */
@@ -106,6 +126,30 @@ typedef struct xctx {
   int broke_ref;            /* an always's violation after a turn: the run stopped there */
   char turn_err[EU_ERRLEN]; /* the turn function raised: the run stopped there */
   int run_cap;              /* the fault cap of the run in progress */
+  pnote *notes;             /* this run's fault points */
+  int nnotes, capnotes;
+  /* The restorer: one world kept for the whole search, with a checkpoint
+   * before every step of the last run (world.h). A run whose decisions
+   * start as the last one's did starts at the deepest checkpoint they
+   * share, rewound; nothing before it runs again. */
+  int restore;              /* keep a world (off: every run builds its own) */
+  eu_world *rw;
+  eu_drive_state rst;
+  eu_drive_answer *ranswers;
+  uint64_t rw_events;       /* what the kept world was made for */
+  int rw_trace;
+  int rcap, rlabels, rown_k, rown_n;  /* what its checkpoints past the first were made under */
+  unsigned long rred;
+  eu_trail rtrail;          /* the decisions of the run they belong to */
+  rck *rcks;
+  int nrcks, caprcks;
+  eu_chooser *rch;          /* the chooser of the run in progress */
+  int rskip;                /* the run starts at a checkpoint it need not take again */
+  int rbroken;              /* a checkpoint failed: the world is not kept */
+  long rebuilt, rewound, rsteps;  /* worlds built, runs rewound, checkpoints taken */
+  eu_drive rdrive;          /* the drive of the kept world's runs */
+  eu_store **private;       /* stores of a run outside the kept world */
+  int nprivate, capprivate;
 } xctx;
 
 static const char *opt_str(lua_State *L, int t, const char *field) {
@@ -133,8 +177,20 @@ static int opt_bool(lua_State *L, int t, const char *field) {
   return b;
 }
 
+static void drop_world(xctx *x);
+
 static void free_ctx(xctx *x) {
   int i;
+  drop_world(x);
+  for (i = 0; i < x->caprcks; i++) {
+    eu_buf_free(&x->rcks[i].drive);
+    eu_reducer_pos_free(&x->rcks[i].rpos);
+  }
+  free(x->rcks);
+  eu_trail_free(&x->rtrail);
+  free(x->notes);
+  for (i = 0; i < x->nprivate; i++) eu_store_close(x->private[i]);
+  free(x->private);
   for (i = 0; i < x->npool; i++) eu_store_close(x->pool[i].store);
   free(x->pool);
   for (i = 0; i < x->nsnaps; i++) {
@@ -425,16 +481,39 @@ static void note_point(void *ud, const char *label, unsigned kinds, int open, in
   xctx *x = ud;
   char key[256];
   point *pt;
+  pnote *n;
   if (!x->covering) return;
   point_key(label, key, sizeof key);
   if (!(pt = find_point(x, key))) return;
-  pt->seen = 1;
-  pt->run_kinds |= kinds;
-  if (open) pt->run_open |= kinds;
-  else if (x->run_cap > 0) pt->run_spent |= kinds;  /* not a run of the 0-fault tree */
-  if (struck) {
-    pt->run_tried |= EU_FAULT_BIT(struck);
-    x->run_by_kind[struck]++;
+  if (x->nnotes == x->capnotes) {
+    int cap = x->capnotes ? x->capnotes * 2 : 64;
+    pnote *a = realloc(x->notes, (size_t)cap * sizeof *a);
+    if (!a) return;
+    x->notes = a;
+    x->capnotes = cap;
+  }
+  n = &x->notes[x->nnotes++];
+  n->point = (int)(pt - x->points);
+  n->kinds = kinds;
+  n->open = open ? kinds : 0;
+  n->spent = !open && x->run_cap > 0 ? kinds : 0;  /* not a run of the 0-fault tree */
+  n->struck = struck;
+}
+
+/* The run's notes, onto the points (forget_run first). */
+static void apply_notes(xctx *x) {
+  int i;
+  for (i = 0; i < x->nnotes; i++) {
+    const pnote *n = &x->notes[i];
+    point *pt = &x->points[n->point];
+    pt->seen = 1;
+    pt->run_kinds |= n->kinds;
+    pt->run_open |= n->open;
+    pt->run_spent |= n->spent;
+    if (n->struck) {
+      pt->run_tried |= EU_FAULT_BIT(n->struck);
+      x->run_by_kind[n->struck]++;
+    }
   }
 }
 
@@ -856,12 +935,171 @@ static int evaluate(xctx *x, eu_world *w, const eu_drive_answer *answers, uint64
   return v;
 }
 
+/* ---- the restorer ------------------------------------------------------ */
+
+/* A store of its own for a run outside the kept world (the fresh run
+ * --check-determinism compares a rewound one with): the setup's snapshot,
+ * closed when the run ends. */
+static eu_store *provide_private(void *ud, int ns, const char *hex, char *err, size_t errlen) {
+  xctx *x = ud;
+  eu_store *s, **a;
+  int i;
+  if (x->nprivate == x->capprivate) {
+    int cap = x->capprivate ? x->capprivate * 2 : 8;
+    if (!(a = realloc(x->private, (size_t)cap * sizeof *a))) {
+      eu_err(err, errlen, EU_ENOMEM, "out of memory");
+      return NULL;
+    }
+    x->private = a;
+    x->capprivate = cap;
+  }
+  if (eu_store_open(&s, NULL, err, errlen) != EU_OK) return NULL;
+  for (i = 0; i < x->nsnaps; i++) {
+    snapshot *sn = &x->snaps[i];
+    if (sn->ns == ns && strcmp(sn->hex, hex) == 0 && eu_store_restore(s, sn->image, sn->len) != EU_OK) {
+      eu_err(err, errlen, EU_ESQL, "restoring the setup: %s", eu_store_errmsg(s));
+      eu_store_close(s);
+      return NULL;
+    }
+  }
+  x->private[x->nprivate++] = s;
+  return s;
+}
+
+static void drop_world(xctx *x) {
+  int i;
+  if (!x->rw) return;
+  eu_world_free(x->rw);
+  x->rw = NULL;
+  eu_drive_state_free(&x->rst);
+  if (x->ranswers)
+    for (i = 0; i < x->drive.n; i++) free(x->ranswers[i].data);
+  free(x->ranswers);
+  x->ranswers = NULL;
+  x->nrcks = 0;
+  x->rbroken = 0;
+  rewind_pool(x);
+}
+
+/* The drive's hook before each step: a checkpoint of the kept world. */
+static int at_step(void *ud) {
+  xctx *x = ud;
+  eu_chooser *ch = x->rch;
+  rck *k;
+  if (x->rskip) {
+    x->rskip = 0;  /* the checkpoint the run started at */
+    return EU_OK;
+  }
+  if (x->rbroken) return EU_OK;
+  if (x->nrcks == x->caprcks) {
+    int cap = x->caprcks ? x->caprcks * 2 : 32, i;
+    rck *a = realloc(x->rcks, (size_t)cap * sizeof *a);
+    if (!a) {
+      x->rbroken = 1;
+      return EU_OK;
+    }
+    for (i = x->caprcks; i < cap; i++) {
+      memset(&a[i], 0, sizeof a[i]);
+      eu_buf_init(&a[i].drive);
+    }
+    x->rcks = a;
+    x->caprcks = cap;
+  }
+  k = &x->rcks[x->nrcks];
+  k->pathlen = ch->path.len;
+  k->struck = ch->struck;
+  k->fault_set = ch->fault_set;
+  k->nnotes = x->nnotes;
+  k->has_rpos = ch->red != NULL;
+  eu_buf_reset(&k->drive);
+  if (eu_world_checkpoint(x->rw) != EU_OK || (ch->red && eu_reducer_mark(ch->red, &k->rpos) != EU_OK) ||
+      eu_drive_save(&x->rdrive, &x->rst, &k->drive) != EU_OK) {
+    x->rbroken = 1;
+    return EU_OK;
+  }
+  x->nrcks++;
+  x->rsteps++;
+  return EU_OK;
+}
+
+/* The checkpoint a run with this chooser starts at: the deepest one whose
+ * decisions so far its prefix repeats, or the first (before any step)
+ * when the last run's were made under another cap, reducer or shard. */
+static int pick_checkpoint(xctx *x, const eu_chooser *ch, int cap) {
+  int common = 0, j;
+  const eu_choices *old = &x->rtrail.path;
+  if (cap != x->rcap || ch->labels_on != x->rlabels || ch->own_k != x->rown_k || ch->own_n != x->rown_n ||
+      eu_reducer_serial(ch->red) != x->rred)
+    return 0;
+  while (common < ch->prefix.len && common < old->len && ch->prefix.c[common] == old->c[common]) common++;
+  for (j = x->nrcks - 1; j > 0 && x->rcks[j].pathlen > common; j--) {}
+  return j;
+}
+
+/* The kept world, at the checkpoint the run starts from, or a new one. */
+static int start_kept(xctx *x, eu_chooser *ch, const eu_world_opts *o, uint64_t events, int cap,
+                      int trace, char *err, size_t errlen) {
+  int j = -1, rc;
+  if (x->rw && (x->rbroken || x->nrcks == 0 || x->rw_events != events || x->rw_trace != trace)) drop_world(x);
+  if (x->rw) {
+    j = pick_checkpoint(x, ch, cap);
+    if (eu_world_rewind(x->rw, j) != EU_OK || eu_drive_load(&x->rdrive, &x->rst, x->rcks[j].drive.p) != EU_OK) {
+      drop_world(x);
+      j = -1;
+    }
+  }
+  if (j < 0) {
+    eu_world_opts ko = *o;
+    ko.checkpoints = 1;
+    x->rdrive = x->drive;
+    x->rdrive.mask = events;
+    x->rdrive.answers_shared = x->turn_idx != 0;
+    if ((rc = eu_world_new(&x->rw, &ko, err, errlen)) != EU_OK) {
+      x->rw = NULL;
+      rewind_pool(x);
+      return rc;
+    }
+    if (!(x->ranswers = calloc((size_t)(x->drive.n ? x->drive.n : 1), sizeof *x->ranswers)) ||
+        (rc = eu_drive_begin(x->rw, &x->rdrive, &x->rst, x->ranswers, err, errlen)) != EU_OK) {
+      drop_world(x);
+      return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    }
+    x->rw_events = events;
+    x->rw_trace = trace;
+    x->nrcks = 0;
+    x->rskip = 0;
+    x->nnotes = 0;
+    x->rebuilt++;
+    eu_chooser_begin(ch, x->rw);
+  } else {
+    const rck *k = &x->rcks[j];
+    eu_world_retarget(x->rw, o);
+    eu_chooser_begin(ch, x->rw);
+    if (eu_chooser_resume(ch, &x->rtrail, k->pathlen, k->struck, k->fault_set) != EU_OK ||
+        (j > 0 && ch->red && k->has_rpos && eu_reducer_rewind(ch->red, &k->rpos) != EU_OK)) {
+      drop_world(x);
+      return start_kept(x, ch, o, events, cap, trace, err, errlen);
+    }
+    x->nnotes = k->nnotes;
+    x->nrcks = j + 1;
+    x->rskip = 1;
+    x->rewound++;
+  }
+  x->rcap = cap;
+  x->rlabels = ch->labels_on;
+  x->rown_k = ch->own_k;
+  x->rown_n = ch->own_n;
+  x->rred = eu_reducer_serial(ch->red);
+  return EU_OK;
+}
+
+/* One run: in the kept world (kept), or in a world of its own. */
 static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *faults, int trace,
-                     char *err, size_t errlen) {
+                     int kept, char *err, size_t errlen) {
   eu_world_opts o = x->wo;
-  eu_world *w;
+  eu_world *w = NULL;
   eu_drive d = x->drive;
-  eu_drive_answer *answers;
+  eu_drive_answer *answers = NULL;
   uint64_t ooms;
   int i, rc, settled = 1;
   o.choose = eu_chooser_choose;
@@ -871,7 +1109,7 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   /* An isolate lives for one run: collecting less often is cheaper, and
    * the memory limit still holds. */
   o.gc_pause = 400;
-  o.store_provider = provide_store;
+  o.store_provider = kept || !x->restore ? provide_store : provide_private;
   o.store_ud = x;
   o.fault_point = note_point;
   o.fault_point_ud = x;
@@ -887,18 +1125,31 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   x->run_cap = cap;
   forget_run(x);
   ooms = eu_faultsim_ooms();
-  if ((rc = eu_world_new(&w, &o, err, errlen)) != EU_OK) return rc;
-  answers = calloc((size_t)(d.n ? d.n : 1), sizeof *answers);
-  if (!answers) {
-    eu_world_free(w);
-    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  if (kept) {
+    if ((rc = start_kept(x, ch, &o, events, cap, trace, err, errlen)) != EU_OK) return rc;
+    w = x->rw;
+    d = x->rdrive;
+    answers = x->ranswers;
+    x->run_answers = answers;
+    x->run_events = events;
+    x->rch = ch;
+    rc = eu_drive_go(w, &d, &x->rst, &settled, at_step, x, err, errlen);
+    x->rch = NULL;
+  } else {
+    x->nnotes = 0;
+    if ((rc = eu_world_new(&w, &o, err, errlen)) != EU_OK) return rc;
+    answers = calloc((size_t)(d.n ? d.n : 1), sizeof *answers);
+    if (!answers) {
+      eu_world_free(w);
+      return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    }
+    eu_chooser_begin(ch, w);
+    d.mask = events;
+    d.answers_shared = x->turn_idx != 0;
+    x->run_answers = answers;
+    x->run_events = events;
+    rc = eu_drive_run(w, &d, answers, &settled, err, errlen);
   }
-  eu_chooser_begin(ch, w);
-  d.mask = events;
-  d.answers_shared = x->turn_idx != 0;
-  x->run_answers = answers;
-  x->run_events = events;
-  rc = eu_drive_run(w, &d, answers, &settled, err, errlen);
   eu_world_end_step(w);
   if (rc >= 0 && x->turn_err[0]) rc = eu_err(err, errlen, EU_ELUA, "%s", x->turn_err);
   else if (rc >= 0 && x->broke_ref != LUA_NOREF) rc = broken(x);
@@ -917,10 +1168,22 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
     eu_buf_put(&x->trace, eu_world_trace(w)->p, eu_world_trace(w)->n);
     eu_buf_put(&x->faults, eu_world_fault_log(w)->p, eu_world_fault_log(w)->n);
   }
+  forget_run(x);
+  apply_notes(x);
+  if (kept) {
+    if (eu_trail_keep(&x->rtrail, ch) != EU_OK) x->rbroken = 1;
+    if (rc < 0 || x->rbroken) drop_world(x);
+    return rc;
+  }
   for (i = 0; i < d.n; i++) free(answers[i].data);
   free(answers);
   eu_world_free(w);
-  rewind_pool(x);
+  if (x->restore) {
+    for (i = 0; i < x->nprivate; i++) eu_store_close(x->private[i]);
+    x->nprivate = 0;
+  } else {
+    rewind_pool(x);
+  }
   return rc;
 }
 
@@ -948,9 +1211,11 @@ static int run_once(void *ud, eu_chooser *ch, uint64_t events, int cap, int *fau
   eu_chooser again;
   eu_buf trace1, faults1;
   int v1, v2, f2 = 0;
-  if (!x->determinism) return run_world(x, ch, events, cap, faults, x->keep, err, errlen);
-  /* Once with a trace, then the same decisions again: any difference is the host's bug. */
-  v1 = run_world(x, ch, events, cap, faults, 1, err, errlen);
+  if (!x->determinism) return run_world(x, ch, events, cap, faults, x->keep, x->restore, err, errlen);
+  /* Once with a trace (in the kept world, rewound, when there is one), then
+   * the same decisions again in a world built for it: any difference is
+   * the host's bug. */
+  v1 = run_world(x, ch, events, cap, faults, 1, x->restore, err, errlen);
   if (v1 < 0 || ch->blocked) return v1;
   trace1 = x->trace;
   faults1 = x->faults;
@@ -958,7 +1223,7 @@ static int run_once(void *ud, eu_chooser *ch, uint64_t events, int cap, int *fau
   eu_buf_init(&x->faults);
   eu_chooser_init(&again, EU_MODE_REPLAY, 0);
   again.prefix = ch->path;
-  v2 = run_world(x, &again, events, cap, &f2, 1, err, errlen);
+  v2 = run_world(x, &again, events, cap, &f2, 1, 0, err, errlen);
   again.prefix.c = again.prefix.n = again.prefix.k = NULL;  /* borrowed from ch */
   again.prefix.len = again.prefix.cap = 0;
   if (v2 >= 0 && (v1 != v2 || f2 != *faults || again.mismatch || again.path.len != ch->path.len ||
@@ -1063,6 +1328,11 @@ static int l_explore(lua_State *L) {
   s.reduce = s.mode == EU_MODE_DFS && (lua_isnil(L, -1) || lua_toboolean(L, -1));
   lua_pop(L, 1);
   s.sweep = s.mode == EU_MODE_DFS;
+  /* A host fault simulation fails allocations by count: a rewound run
+   * allocates less than a built one, so it builds every run. */
+  lua_getfield(L, 1, "restore");
+  x->restore = (lua_isnil(L, -1) || lua_toboolean(L, -1)) && !eu_faultsim_active;
+  lua_pop(L, 1);
   if (s.mode == EU_MODE_REPLAY && !s.replay) return luaL_error(L, "core.explore: replay needs a schedule");
   jobs = (int)opt_int(L, 1, "jobs", 1);
   s.on_counted = keep_run;
@@ -1078,6 +1348,7 @@ static int l_explore(lua_State *L) {
   x->covering = x->probing = 0;
   if (rc == EU_OK && s.verdict == EU_VIOLATED && opt_bool(L, 1, "shrink"))
     rc = eu_search_shrink(&s, run_once, x, &shrink_runs, err, sizeof err);
+  drop_world(x);
   if (rc != EU_OK) {
     lua_pushnil(L);
     lua_pushstring(L, err);
@@ -1126,6 +1397,10 @@ static int l_explore(lua_State *L) {
   set_count(L, "races", s.races);
   set_count(L, "sweepRuns", s.swept);
   set_count(L, "splitRuns", s.split_runs);
+  lua_pushboolean(L, x->restore);
+  lua_setfield(L, -2, "restore");
+  set_count(L, "worldsBuilt", x->rebuilt);
+  set_count(L, "runsRewound", x->rewound);
   if (s.verdict == EU_VIOLATED || s.mode == EU_MODE_REPLAY) {
     lua_pushstring(L, s.schedule);
     lua_setfield(L, -2, "schedule");

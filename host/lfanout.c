@@ -436,11 +436,14 @@ static const luaL_Reg lfanout_funcs[] = {
 
 void eu_lfanout_push(lua_State *L, eu_store *s) {
   lfanout *f;
+  lua_Alloc f_alloc;
+  void *f_ud;
   lua_createtable(L, 0, sizeof lfanout_funcs / sizeof lfanout_funcs[0] - 1);
   f = lua_newuserdatauv(L, sizeof *f, 0);
   f->s = s;
-  eu_buf_init(&f->buf);
-  eu_buf_init(&f->enc);
+  f_alloc = lua_getallocf(L, &f_ud);  /* the isolate's heap: its images hold the buffers too */
+  eu_buf_init_with(&f->buf, f_alloc, f_ud);
+  eu_buf_init_with(&f->enc, f_alloc, f_ud);
   if (luaL_newmetatable(L, LFANOUT_MT)) {
     lua_pushcfunction(L, l_gc);
     lua_setfield(L, -2, "__gc");

@@ -662,10 +662,13 @@ static const luaL_Reg eu_lstore_funcs[] = {
 
 void eu_lstore_push(lua_State *L, eu_store *s) {
   eu_lstate *ls;
+  lua_Alloc f_alloc;
+  void *f_ud;
   lua_createtable(L, 0, sizeof eu_lstore_funcs / sizeof eu_lstore_funcs[0] - 1);
   ls = lua_newuserdatauv(L, sizeof *ls, 0);
   ls->s = s;
-  eu_buf_init(&ls->scratch);
+  f_alloc = lua_getallocf(L, &f_ud);  /* the isolate's heap: its images hold the buffers too */
+  eu_buf_init_with(&ls->scratch, f_alloc, f_ud);
   ls->busy = 0;
   if (luaL_newmetatable(L, LSTATE_MT)) {
     lua_pushcfunction(L, l_gc);

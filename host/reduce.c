@@ -72,15 +72,8 @@ uint64_t eu_fp_object(int ns, const char *hex) {
 
 /* ---- the reducer ------------------------------------------------------ */
 
-typedef struct sleeper {
-  uint64_t id;
-  eu_fp fp;
-} sleeper;
-
-typedef struct sleepset {
-  sleeper *s;
-  int n, cap;
-} sleepset;
+typedef eu_sleeper sleeper;
+typedef eu_sleepset sleepset;
 
 /* An order decision on the current path. */
 typedef struct rnode {
@@ -102,6 +95,7 @@ typedef struct rstep {
 } rstep;
 
 struct eu_reducer {
+  unsigned long serial;      /* tells reducers apart, whatever their addresses */
   int full_above;
   rnode **nodes;
   int capnodes;
@@ -146,8 +140,10 @@ static int asleep(const sleepset *s, uint64_t id) {
 }
 
 int eu_reducer_new(eu_reducer **out, int full_above) {
+  static unsigned long serial;
   eu_reducer *r = calloc(1, sizeof *r);
   if (!r) return EU_ENOMEM;
+  r->serial = ++serial;
   r->full_above = full_above;
   r->pos = -1;
   *out = r;
@@ -178,6 +174,30 @@ void eu_reducer_begin_run(eu_reducer *r) {
   r->sleep.n = 0;
   r->nties = 0;
   r->pos = -1;
+}
+
+unsigned long eu_reducer_serial(const eu_reducer *r) { return r ? r->serial : 0; }
+
+int eu_reducer_mark(const eu_reducer *r, eu_reducer_pos *at) {
+  at->nsteps = r->nsteps;
+  at->pos = r->pos;
+  at->nties = r->nties;
+  at->at = r->at;
+  return sleep_copy(&at->sleep, &r->sleep);
+}
+
+int eu_reducer_rewind(eu_reducer *r, const eu_reducer_pos *at) {
+  if (at->nsteps > r->capsteps) return EU_EINVAL;  /* the steps before it are still there */
+  r->nsteps = at->nsteps;
+  r->pos = at->pos;
+  r->nties = at->nties;
+  r->at = at->at;
+  return sleep_copy(&r->sleep, &at->sleep);
+}
+
+void eu_reducer_pos_free(eu_reducer_pos *at) {
+  free(at->sleep.s);
+  memset(at, 0, sizeof *at);
 }
 
 static rstep *push_step(eu_reducer *r, uint64_t id, int creator, int pos) {

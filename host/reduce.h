@@ -100,6 +100,29 @@ int eu_reducer_backtrack(eu_reducer *r, const unsigned char *kinds, const unsign
  * instants; hashed. Every order of the run's independent steps gives it the
  * same past. */
 uint64_t eu_reducer_past(eu_reducer *r, const eu_fp *partial);
+/* Where a run stands, for a checker that returns to a checkpoint of the
+ * run instead of replaying it: mark before a step, rewind to the mark in a
+ * later run whose path is the same up to there. */
+typedef struct eu_sleeper {
+  uint64_t id;
+  eu_fp fp;
+} eu_sleeper;
+
+typedef struct eu_sleepset {
+  eu_sleeper *s;
+  int n, cap;
+} eu_sleepset;
+
+typedef struct eu_reducer_pos {
+  int nsteps, pos, nties;
+  int64_t at;
+  eu_sleepset sleep;
+} eu_reducer_pos;
+int eu_reducer_mark(const eu_reducer *r, eu_reducer_pos *at);
+unsigned long eu_reducer_serial(const eu_reducer *r);  /* 0 for NULL */
+int eu_reducer_rewind(eu_reducer *r, const eu_reducer_pos *at);
+void eu_reducer_pos_free(eu_reducer_pos *at);
+
 /* Counters for the report: races reversed, runs blocked by sleep sets. */
 long eu_reducer_races(const eu_reducer *r);
 

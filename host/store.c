@@ -67,6 +67,7 @@ enum {
   IS_BEGIN, IS_COMMIT, IS_ROLLBACK,
   IS_SAVEPOINT, IS_RELEASE, IS_ROLLBACK_TO,
   IS_TURN_BEGIN, IS_TURN_RELEASE, IS_TURN_ROLLBACK,
+  IS_CK_BEGIN, IS_CK_RELEASE, IS_CK_ROLLBACK,
   IS_ALARM_GET, IS_ALARM_SET, IS_ALARM_DEL,
   IS_KV_GET, IS_KV_PUT, IS_KV_DEL, IS_KV_DEL_ALL, IS_KV_LIST, IS_KV_LIST_REV,
   IS_COUNT
@@ -84,6 +85,9 @@ static const char *const eu_isql[IS_COUNT] = {
   "SAVEPOINT eu_turn",
   "RELEASE eu_turn",
   "ROLLBACK TO eu_turn",
+  "SAVEPOINT eu_ck",
+  "RELEASE eu_ck",
+  "ROLLBACK TO eu_ck",
   "SELECT at, retry FROM _eutaxy_alarm WHERE id = 1",
   "INSERT OR REPLACE INTO _eutaxy_alarm(id, at, retry) VALUES (1, ?1, ?2)",
   "DELETE FROM _eutaxy_alarm",
@@ -1130,6 +1134,23 @@ int eu_store_baseline_commit(eu_store *s) {
   }
   else rc = commit_all(s);
   s->baseline = s->turn = s->depth = 0;
+  return rc;
+}
+
+int eu_store_checkpoint(eu_store *s) {
+  if (!s->baseline || s->turn || s->depth) return fail(s, EU_EINVAL, "a checkpoint needs a run's transaction and no turn");
+  if (sqlite3_get_autocommit(s->db)) return fail(s, EU_ESQL, "the run's transaction was rolled back by SQLite");
+  return is_run(s, IS_CK_BEGIN) < 0 ? EU_ESQL : EU_OK;
+}
+
+int eu_store_checkpoint_back(eu_store *s, int n, int alarm_dirty) {
+  int rc = EU_OK;
+  if (!s->baseline || sqlite3_get_autocommit(s->db)) return fail(s, EU_ESQL, "the run's transaction was rolled back by SQLite");
+  reset_busy(s);
+  while (n-- > 0 && rc == EU_OK)
+    if (is_run(s, IS_CK_ROLLBACK) < 0 || is_run(s, IS_CK_RELEASE) < 0) rc = EU_ESQL;
+  s->turn = s->depth = s->txn_open = 0;
+  s->alarm_dirty = alarm_dirty;
   return rc;
 }
 

@@ -26,6 +26,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "arena.h"
 #include "clone.h"
 #include "eutaxy.h"
 #include "fault.h"
@@ -42,6 +43,19 @@ enum { EU_WAIT_NONE = 0, EU_WAIT_CALL, EU_WAIT_SLEEP };
 
 #define EU_LABEL 128
 #define EU_FORMAT_MAX 160   /* bytes of a value shown in the trace */
+
+/* What an object was at a checkpoint since which it has been touched. */
+typedef struct ck_img {
+  int depth;          /* the checkpoint */
+  int had;            /* it had an isolate then: img holds its arena */
+  void *img;
+  size_t len, cap;
+} ck_img;
+
+typedef struct ck_mark {
+  int depth;          /* a savepoint of its store was made at this checkpoint */
+  int alarm_dirty;
+} ck_mark;
 
 struct eu_object {
   int index;          /* position in w->objects; events name objects by it */
@@ -64,6 +78,15 @@ struct eu_object {
   uint64_t res;         /* its resource for reduction: eu_fp_object, or EU_RES_WORKER */
   int asked;            /* alarms run on request (eu_world_run_alarm), for their identity */
   eu_world *w;
+  /* checkpoints (eu_world_checkpoint): the arena its isolate lives in, and
+   * its images and store savepoints, oldest first; images past nimgs keep
+   * their buffers for the next */
+  eu_arena *arena;
+  unsigned ck_seen;     /* the checkpoint serial it was last saved at */
+  ck_img *imgs;
+  int nimgs, capimgs;
+  ck_mark *marks;
+  int nmarks, capmarks;
 };
 
 struct eu_task {
@@ -145,7 +168,20 @@ struct eu_world {
   uint64_t draws, step_draws;     /* PRNG draws, in all and when the step began */
   uint64_t worker_print;          /* the worker's fingerprint after its last turn */
   int worker_printed;
+  /* checkpoints: the world between steps, each a copy of its own state;
+   * objects save theirs when first touched after one (save_object) */
+  int ck_on, ck_depth, ck_broken;
+  unsigned ck_serial;
+  struct wck *cks;
+  int ncks, capcks;
+  eu_arena **spare;   /* arenas of objects a rewind forgot, for the next ones */
+  int nspare, capspare;
 };
+
+typedef struct wck {
+  eu_world w;         /* the world's own fields */
+  eu_buf blob;        /* objects, tasks, slots, roots, queued events, the uncaught error */
+} wck;
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -177,6 +213,11 @@ static char *dupstr(const char *s) {
 }
 
 #define TRACING(w) (!(w)->o.no_trace)
+
+static void save_object(eu_world *w, eu_object *o);
+static void store_mark(eu_world *w, eu_object *o);
+static eu_arena *take_arena(eu_world *w);
+static void forget_saves(eu_object *o);
 
 /* Called after an object's isolate or store came or went. */
 static void note_resident(eu_world *w, eu_object *o) {
@@ -650,6 +691,7 @@ static int link_limits(eu_world *w, eu_object *o) {
  * last pass); the gate keeps it from writing storage outside any turn. */
 static void close_isolate(eu_world *w, eu_object *o) {
   if (!o->iso) return;
+  save_object(w, o);
   if (o->store) eu_store_gate(o->store, 0);
   eu_isolate_close(o->iso);
   o->iso = NULL;
@@ -665,11 +707,13 @@ eu_store *eu_object_store(eu_world *w, eu_object *o, char *err, size_t errlen) {
     eu_err(err, errlen, EU_EINVAL, "the worker has no storage");
     return NULL;
   }
+  save_object(w, o);
   if (!o->store) {
     if (w->o.store_provider) {
       o->store = w->o.store_provider(w->o.store_ud, o->ns, o->hex, err, errlen);
       o->store_lent = o->store != NULL;
       if (!o->store) return NULL;
+      if (w->ck_on && w->ncks > 0) store_mark(w, o);  /* as it was before the run used it */
     } else if (eu_store_open(&o->store, NULL, err, errlen) != EU_OK) {
       return NULL;
     }
@@ -757,6 +801,10 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   lua_State *L;
   int rc;
   memset(&io, 0, sizeof io);
+  save_object(w, o);
+  if (w->ck_on && !o->arena && !(o->arena = take_arena(w)))
+    return eu_err(err, errlen, EU_ENOMEM, "out of address space for an isolate's arena");
+  io.arena = w->ck_on ? o->arena : NULL;
   io.libdir = w->libdir;
   io.projectdir = w->projectdir;
   io.mem_limit = w->o.mem_limit;
@@ -877,8 +925,10 @@ static void free_task(eu_world *w, eu_task *t) {
       *pp = t->next;
       break;
     }
-  if (t->coref != LUA_NOREF && t->obj->iso)
+  if (t->coref != LUA_NOREF && t->obj->iso) {
+    save_object(w, t->obj);
     luaL_unref(eu_isolate_L(t->obj->iso), LUA_REGISTRYINDEX, t->coref);
+  }
   if (w->running == t) w->running = NULL;
   free(t);
 }
@@ -1008,6 +1058,7 @@ static void reconcile_alarm(eu_world *w, eu_object *o) {
   int has = 0, retry = 0;
   int64_t at = 0;
   if (!o->store) return;
+  save_object(w, o);
   o->alarm_gen++;
   if (eu_store_get_alarm(o->store, &has, &at, &retry) != EU_OK) return;
   if (!has || o->alarm_running) return;
@@ -1018,6 +1069,7 @@ static void reconcile_alarm(eu_world *w, eu_object *o) {
  * moved it. t is the task whose turn it was (NULL for none). */
 static int end_turn(eu_world *w, eu_object *o, eu_task *t, int ok, char *err, size_t errlen) {
   int rc = EU_OK, wrote = 0;
+  save_object(w, o);
   if (!o->store || !eu_store_in_turn(o->store)) return EU_OK;
   if (ok) {
     wrote = w->o.on_commit && eu_store_turn_wrote(o->store);
@@ -1051,6 +1103,7 @@ static int end_turn(eu_world *w, eu_object *o, eu_task *t, int ok, char *err, si
 /* An alarm handler failed: put it back on the retry ladder, or drop it. */
 static void alarm_failed(eu_world *w, eu_object *o, int failed_retry) {
   int retry = failed_retry + 1;
+  save_object(w, o);
   if (!o->store) return;
   if (eu_store_touch(o->store) != EU_OK) return;
   if (retry <= EU_ALARM_MAX_RETRIES) {
@@ -1458,6 +1511,7 @@ static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
   lua_State *L;
   int n = 0, rc;
   char err[EU_ERRLEN];
+  save_object(w, o);
   /* Between invocations an object may be reset: in-memory state lost. */
   if (o->iso && o->ns >= 0 && (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET)) && !busy(w, o)) {
     char label[EU_LABEL];
@@ -1508,6 +1562,7 @@ static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
 static void resume_task(eu_world *w, eu_task *t, const char *data, size_t len) {
   int n = 0;
   char err[EU_ERRLEN];
+  save_object(w, t->obj);
   t->waiting = EU_WAIT_NONE;
   if (protected_decode(eu_isolate_L(t->obj->iso), push_resume, t, data, len, &n, err,
                        sizeof err) != EU_OK) {
@@ -1527,6 +1582,7 @@ static void fire_alarm(eu_world *w, eu_object *o, int64_t gen) {
   eu_task *t;
   char label[EU_LABEL];
   if (gen != o->alarm_gen || o->alarm_running) return;
+  save_object(w, o);
   if (!o->store) {
     /* Evicted since the alarm was scheduled: its database comes back. */
     char err[EU_ERRLEN];
@@ -1858,6 +1914,7 @@ int eu_world_run_alarm(eu_world *w, eu_object *o) {
   int64_t at = 0;
   eu_task *t;
   char label[EU_LABEL];
+  save_object(w, o);
   if (!o->store || o->alarm_running) return 0;
   if (eu_store_get_alarm(o->store, &has, &at, &retry) != EU_OK || !has) return 0;
   slot = new_slot(w);
@@ -1945,6 +2002,7 @@ int eu_world_reset(eu_world *w, eu_object *o) {
   eu_task *t, *next;
   int alarm = 0, alarm_retry = 0;
   if (o->ns < 0) return EU_EINVAL;
+  save_object(w, o);
   if (w->step_open) eu_fp_add(&w->fp, o->res, 1);
   trace(w, "%s  reset: in-memory state lost, storage kept", o->tag);
   record(w, "note", o->tag, NULL, "reset: in-memory state lost");
@@ -2000,19 +2058,315 @@ int eu_world_evict(eu_world *w, eu_object *o) {
 
 int eu_world_nresident(eu_world *w) { return w->nresident; }
 
+/* ---- checkpoints -------------------------------------------------------
+ *
+ * A checkpoint is the world between two steps: its own fields, objects,
+ * tasks, slots and queued events copied into a blob, and, kept lazily,
+ * each object as it was: the first time an object is touched after a
+ * checkpoint (save_object), its isolate's arena is copied and its store
+ * gets a savepoint. An object not touched since a checkpoint is still what
+ * it was then, so a rewind only puts back the objects that have an image
+ * or a savepoint from that checkpoint on. */
+
+static void store_mark(eu_world *w, eu_object *o) {
+  if (o->nmarks == o->capmarks) {
+    int cap = o->capmarks ? o->capmarks * 2 : 8;
+    ck_mark *a = realloc(o->marks, (size_t)cap * sizeof *a);
+    if (!a) {
+      w->ck_broken = 1;
+      return;
+    }
+    o->marks = a;
+    o->capmarks = cap;
+  }
+  if (eu_store_checkpoint(o->store) != EU_OK) {
+    w->ck_broken = 1;
+    return;
+  }
+  o->marks[o->nmarks].depth = w->ck_depth;
+  o->marks[o->nmarks].alarm_dirty = eu_store_alarm_dirty(o->store);
+  o->nmarks++;
+}
+
+/* Called before anything reads or writes o's isolate or store in a step. */
+static void save_object(eu_world *w, eu_object *o) {
+  ck_img *e;
+  if (!w->ck_on || w->ncks == 0 || o->ck_seen == w->ck_serial) return;
+  o->ck_seen = w->ck_serial;
+  if (o->nimgs == o->capimgs) {
+    int cap = o->capimgs ? o->capimgs * 2 : 8;
+    ck_img *a = realloc(o->imgs, (size_t)cap * sizeof *a);
+    if (!a) {
+      w->ck_broken = 1;
+      return;
+    }
+    memset(a + o->capimgs, 0, (size_t)(cap - o->capimgs) * sizeof *a);
+    o->imgs = a;
+    o->capimgs = cap;
+  }
+  e = &o->imgs[o->nimgs];
+  e->depth = w->ck_depth;
+  e->had = o->iso != NULL;
+  if (e->had) {
+    size_t n = eu_arena_used(o->arena);
+    if (n > e->cap) {
+      void *img = realloc(e->img, n);
+      if (!img) {
+        w->ck_broken = 1;
+        return;
+      }
+      e->img = img;
+      e->cap = n;
+    }
+    eu_arena_save(o->arena, e->img);
+    e->len = n;
+  }
+  o->nimgs++;
+  if (o->store) store_mark(w, o);
+}
+
+static eu_arena *take_arena(eu_world *w) {
+  if (w->nspare > 0) return w->spare[--w->nspare];
+  return eu_arena_new((w->o.mem_limit ? w->o.mem_limit : EU_ISOLATE_MEM_DEFAULT) + EU_ISOLATE_RESERVE);
+}
+
+static void give_arena(eu_world *w, eu_arena *a) {
+  if (!a) return;
+  if (w->nspare == w->capspare) {
+    int cap = w->capspare ? w->capspare * 2 : 8;
+    eu_arena **s = realloc(w->spare, (size_t)cap * sizeof *s);
+    if (!s) {
+      eu_arena_delete(a);
+      return;
+    }
+    w->spare = s;
+    w->capspare = cap;
+  }
+  w->spare[w->nspare++] = a;
+}
+
+static void forget_saves(eu_object *o) {
+  int i;
+  for (i = 0; i < o->capimgs; i++) free(o->imgs[i].img);
+  free(o->imgs);
+  free(o->marks);
+  o->imgs = NULL;
+  o->marks = NULL;
+  o->nimgs = o->capimgs = o->nmarks = o->capmarks = 0;
+}
+
+int eu_world_checkpoint(eu_world *w) {
+  wck *c;
+  eu_task *t;
+  int i, ntasks = 0;
+  size_t k;
+  if (!w->ck_on) return EU_OK;
+  if (w->ck_broken) return EU_EINVAL;
+  if (w->ncks == w->capcks) {
+    int cap = w->capcks ? w->capcks * 2 : 32;
+    wck *a = realloc(w->cks, (size_t)cap * sizeof *a);
+    if (!a) return EU_ENOMEM;
+    for (i = w->capcks; i < cap; i++) eu_buf_init(&a[i].blob);
+    w->cks = a;
+    w->capcks = cap;
+  }
+  c = &w->cks[w->ncks];
+  c->w = *w;
+  eu_buf_reset(&c->blob);
+  for (i = 0; i < w->nobjects; i++)
+    if (eu_buf_put(&c->blob, w->objects[i], sizeof(eu_object)) != EU_OK) return EU_ENOMEM;
+  for (t = w->tasks; t; t = t->next) ntasks++;
+  if (eu_buf_put(&c->blob, &ntasks, sizeof ntasks) != EU_OK) return EU_ENOMEM;
+  for (t = w->tasks; t; t = t->next)
+    if (eu_buf_put(&c->blob, t, sizeof *t) != EU_OK) return EU_ENOMEM;
+  for (i = 0; i < w->nslots; i++)
+    if (eu_buf_put(&c->blob, &w->slots[i], sizeof w->slots[i]) != EU_OK ||
+        (w->slots[i].data && eu_buf_put(&c->blob, w->slots[i].data, w->slots[i].len) != EU_OK))
+      return EU_ENOMEM;
+  if (w->nroots && eu_buf_put(&c->blob, w->roots, (size_t)w->nroots * sizeof *w->roots) != EU_OK)
+    return EU_ENOMEM;
+  for (k = 0; k < w->sched.n; k++)
+    if (eu_buf_put(&c->blob, &w->sched.heap[k], sizeof w->sched.heap[k]) != EU_OK ||
+        (w->sched.heap[k].data && eu_buf_put(&c->blob, w->sched.heap[k].data, w->sched.heap[k].len) != EU_OK))
+      return EU_ENOMEM;
+  if (w->uncaught && eu_buf_puts(&c->blob, w->uncaught) != EU_OK) return EU_ENOMEM;
+  w->ck_depth = w->ncks++;
+  w->ck_serial++;
+  return EU_OK;
+}
+
+int eu_world_checkpoints(eu_world *w) { return w->ck_on ? w->ncks : 0; }
+
+/* A copy of n bytes of the blob, or NULL for none. */
+static char *blob_copy(const char **p, size_t n, int *ok) {
+  char *d = malloc(n ? n : 1);
+  if (!d) *ok = 0;
+  else memcpy(d, *p, n);
+  *p += n;
+  return d;
+}
+
+int eu_world_rewind(eu_world *w, int j) {
+  const wck *c;
+  const eu_world *sw;
+  const char *p;
+  eu_task **tail;
+  int i, ntasks, ok = 1;
+  size_t k;
+  if (!w->ck_on || w->ck_broken || j < 0 || j >= w->ncks) return EU_EINVAL;
+  c = &w->cks[j];
+  sw = &c->w;
+  /* every object touched since j, as it was at j */
+  for (i = 0; i < w->nobjects; i++) {
+    eu_object *o = w->objects[i];
+    int q;
+    for (q = 0; q < o->nimgs && o->imgs[q].depth < j; q++) {}
+    if (q < o->nimgs) {
+      if (o->imgs[q].had) eu_arena_load(o->arena, o->imgs[q].img, o->imgs[q].len);
+      else if (o->iso) eu_isolate_close(o->iso);
+      o->nimgs = q;
+    }
+    for (q = 0; q < o->nmarks && o->marks[q].depth < j; q++) {}
+    if (q < o->nmarks) {
+      if (eu_store_checkpoint_back(o->store, o->nmarks - q, o->marks[q].alarm_dirty) != EU_OK) ok = 0;
+      o->nmarks = q;
+    }
+  }
+  /* objects first seen after j: gone again */
+  for (i = w->nobjects - 1; i >= sw->nobjects; i--) {
+    eu_object *o = w->objects[i];
+    if (o->store && !o->store_lent) eu_store_close(o->store);
+    give_arena(w, o->arena);
+    forget_saves(o);
+    free(o->name);
+    free(o);
+  }
+  p = c->blob.p;
+  for (i = 0; i < sw->nobjects; i++) {
+    eu_object *o = w->objects[i], so;
+    memcpy(&so, p, sizeof so);
+    p += sizeof so;
+    so.arena = o->arena;
+    so.ck_seen = o->ck_seen;
+    so.imgs = o->imgs;
+    so.nimgs = o->nimgs;
+    so.capimgs = o->capimgs;
+    so.marks = o->marks;
+    so.nmarks = o->nmarks;
+    so.capmarks = o->capmarks;
+    if (o->name != so.name) free(o->name);  /* learnt after j */
+    *o = so;
+  }
+  if (w->nobjects != sw->nobjects) {
+    w->nobjects = sw->nobjects;
+    memset(w->index, 0, (w->index_mask + 1) * sizeof *w->index);
+    for (i = 0; i < w->nobjects; i++)
+      if (w->objects[i]->ns >= 0) index_object(w, w->objects[i]);
+  }
+  for (i = 0; i < w->nobjects; i++)
+    if (w->objects[i]->store) link_limits(w, w->objects[i]);
+  /* tasks, slots, roots, the queue */
+  while (w->tasks) {
+    eu_task *t = w->tasks;
+    w->tasks = t->next;
+    free(t);
+  }
+  memcpy(&ntasks, p, sizeof ntasks);
+  p += sizeof ntasks;
+  tail = &w->tasks;
+  for (i = 0; i < ntasks; i++) {
+    eu_task *t = malloc(sizeof *t);
+    if (!t) {
+      ok = 0;
+      break;
+    }
+    memcpy(t, p, sizeof *t);
+    p += sizeof *t;
+    t->next = NULL;
+    *tail = t;
+    tail = &t->next;
+  }
+  for (i = 0; i < w->nslots; i++) free(w->slots[i].data);
+  for (i = 0; ok && i < sw->nslots; i++) {
+    memcpy(&w->slots[i], p, sizeof w->slots[i]);
+    p += sizeof w->slots[i];
+    if (w->slots[i].data) w->slots[i].data = blob_copy(&p, w->slots[i].len, &ok);
+  }
+  memcpy(w->roots, p, (size_t)sw->nroots * sizeof *w->roots);
+  p += (size_t)sw->nroots * sizeof *w->roots;
+  for (k = 0; k < w->sched.n; k++) free(w->sched.heap[k].data);
+  for (k = 0; ok && k < sw->sched.n; k++) {
+    memcpy(&w->sched.heap[k], p, sizeof w->sched.heap[k]);
+    p += sizeof w->sched.heap[k];
+    if (w->sched.heap[k].data) w->sched.heap[k].data = blob_copy(&p, w->sched.heap[k].len, &ok);
+  }
+  free(w->uncaught);
+  w->uncaught = sw->uncaught ? dupstr(p) : NULL;
+  /* the world's own fields; its options are this run's */
+  w->nresident = sw->nresident;
+  w->next_task = sw->next_task;
+  w->running = NULL;
+  w->nslots = sw->nslots;
+  w->nroots = sw->nroots;
+  w->sched.n = sw->sched.n;
+  w->sched.next_seq = sw->sched.next_seq;
+  w->sched.now = sw->sched.now;
+  w->prng = sw->prng;
+  w->trace.n = sw->trace.n;
+  w->fault_log.n = sw->fault_log.n;
+  w->events.n = sw->events.n;
+  if (w->trace.p) w->trace.p[w->trace.n] = '\0';
+  if (w->fault_log.p) w->fault_log.p[w->fault_log.n] = '\0';
+  if (w->events.p) w->events.p[w->events.n] = '\0';
+  w->faults_used = sw->faults_used;
+  w->fault_kinds_used = sw->fault_kinds_used;
+  w->capped = sw->capped;
+  w->stopped = sw->stopped;
+  w->arrived = sw->arrived;
+  w->step = sw->step;
+  w->step_open = sw->step_open;
+  w->fp = sw->fp;
+  w->draws = sw->draws;
+  w->step_draws = sw->step_draws;
+  w->worker_print = sw->worker_print;
+  w->worker_printed = sw->worker_printed;
+  w->ncks = j + 1;
+  w->ck_depth = j;
+  w->ck_serial++;
+  if (!ok) w->ck_broken = 1;
+  return ok ? EU_OK : EU_ENOMEM;
+}
+
+void eu_world_retarget(eu_world *w, const eu_world_opts *o) {
+  w->o.choose = o->choose;
+  w->o.choose_ud = o->choose_ud;
+  w->o.max_faults = o->max_faults;
+  w->o.no_trace = o->no_trace;
+  w->o.on_step = o->on_step;
+  w->o.on_step_end = o->on_step_end;
+  w->o.step_ud = o->step_ud;
+}
+
 /* ---- the world -------------------------------------------------------- */
 
 void eu_world_free(eu_world *w) {
   int i;
   if (!w) return;
+  w->ck_on = 0;  /* nothing is saved on the way out */
   while (w->tasks) free_task(w, w->tasks);
   for (i = 0; i < w->nobjects; i++) {
     eu_object *o = w->objects[i];
     close_isolate(w, o);
     if (o->store && !o->store_lent) eu_store_close(o->store);
+    eu_arena_delete(o->arena);
+    forget_saves(o);
     free(o->name);
     free(o);
   }
+  for (i = 0; i < w->nspare; i++) eu_arena_delete(w->spare[i]);
+  free(w->spare);
+  for (i = 0; i < w->capcks; i++) eu_buf_free(&w->cks[i].blob);
+  free(w->cks);
   free(w->objects);
   free(w->index);
   for (i = 0; i < w->nslots; i++) free(w->slots[i].data);
@@ -2087,6 +2441,7 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
   eu_buf_init(&w->events);
   eu_prng_seed(&w->prng, o->seed);
   w->step = -1;
+  w->ck_on = o->checkpoints;
   w->hooks.ud = w;
   w->hooks.now_ms = now_abs;
   w->hooks.elapsed_ms = elapsed;

@@ -91,6 +91,9 @@ typedef struct eu_world_opts {
    * provider's: the world never closes them. */
   eu_store *(*store_provider)(void *ud, int ns, const char *hex, char *err, size_t errlen);
   void *store_ud;
+  /* Keep checkpoints (eu_world_checkpoint): objects' isolates live in
+   * arenas, and their stores must come from a provider in baseline mode. */
+  int checkpoints;
 } eu_world_opts;
 
 #define EU_DEFAULT_START_MS INT64_C(1767225600000)  /* 2026-01-01T00:00:00Z */
@@ -202,6 +205,20 @@ void eu_world_observe(eu_world *w, eu_object *o);
 void eu_world_end_step(eu_world *w);
 /* What the step in progress touched so far, or NULL outside a step. */
 const eu_fp *eu_world_step_fp(eu_world *w);
+
+/* Checkpoints, for a checker that returns to a state instead of running up
+ * to it again (a world made with opts.checkpoints). eu_world_checkpoint
+ * keeps the world as it is between two steps, as checkpoint number
+ * eu_world_checkpoints() - 1; eu_world_rewind(j) returns the whole world
+ * (objects' isolates and databases, tasks, the queue, the clock, the PRNG,
+ * the trace) to checkpoint j and forgets the later ones. A rewind that
+ * fails (SQLite ended a run's transaction by itself, memory) leaves a
+ * world that can only be freed. eu_world_retarget gives a rewound world
+ * the next run's chooser, fault cap, trace and step hooks. */
+int eu_world_checkpoint(eu_world *w);
+int eu_world_checkpoints(eu_world *w);
+int eu_world_rewind(eu_world *w, int j);
+void eu_world_retarget(eu_world *w, const eu_world_opts *o);
 
 /* Faults and bounds of the run so far. */
 int eu_world_fault(eu_world *w, unsigned kinds, const char *label);  /* a fault point; 0 or the kind */

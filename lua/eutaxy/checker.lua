@@ -67,6 +67,7 @@ local function parse_args(argv)
       if not o.jobs or o.jobs < 1 then bad("-j expects a positive whole number, got %q", a:sub(3)) end
     elseif a == "--check-determinism" then o.determinism = true
     elseif a == "--no-reduction" then o.no_reduction = true
+    elseif a == "--no-restore" then o.no_restore = true
     elseif a == "--budget-ms" then o.budget = count(a)
     elseif a == "--quiet" then o.quiet = true
     elseif a == "--end-states" then o.end_states = true
@@ -861,6 +862,7 @@ local function run_check(o)
     always = #scenario.always, probes = #scenario.probes,
     checkDeterminism = o.determinism, jobs = o.jobs, shardK = o.shard_k, shardN = o.shard_n,
     reduction = not o.no_reduction,
+    restore = not o.no_restore,
     progress = not o.quiet,
   }
   local caps = {}
@@ -894,6 +896,7 @@ local function run_check(o)
         result.turnChecks = first.turnChecks
         result.reduction, result.blocked, result.races = first.reduction, first.blocked, first.races
         result.sweepRuns, result.splitRuns = first.sweepRuns, first.splitRuns
+        result.worldsBuilt, result.runsRewound = first.worldsBuilt, first.runsRewound
         if result.verdict ~= "VIOLATED" then
           err, kind, result = "the violating schedule " .. first.schedule .. " did not violate again on replay", "nondeterministic", nil
         end
@@ -913,6 +916,7 @@ local function run_check(o)
   r.runs, r.turnChecks = result.runs, result.turnChecks or 0
   r.reduction, r.blocked, r.races = result.reduction, result.blocked, result.races
   r.sweepRuns, r.splitRuns = result.sweepRuns, result.splitRuns
+  r.worldsBuilt, r.runsRewound = result.worldsBuilt, result.runsRewound
   -- a violation's schedule string starts with the fault cap of the tree it was found in
   r.coverage = coverage_rows(result.coverage, { maxFaults = b.maxFaultsPerRun,
     violatedWithoutFault = result.verdict == "VIOLATED" and (result.schedule or ""):match("^0:") ~= nil })
@@ -1083,7 +1087,8 @@ local function to_json(r)
                                shrinkRuns = r.shrinkRuns, elapsedMs = r.elapsedMs, elapsedMsSum = r.elapsedMsSum,
                                faultsTried = r.faultsTried, faultsByKind = r.faultsByKind, turnChecks = r.turnChecks,
                                reduction = r.reduction, blockedRuns = r.blocked, races = r.races,
-                               sweepRuns = r.sweepRuns, splitRuns = r.splitRuns },
+                               sweepRuns = r.sweepRuns, splitRuns = r.splitRuns,
+                               worldsBuilt = r.worldsBuilt, runsRewound = r.runsRewound },
     coverage = r.coverage and json.array(coverage_json(r.coverage)),
     timeline = r.timeline and json.array(r.timeline), capped = r.capped,
     bounds = r.boundsTable, faultKinds = r.faultKindsList and json.array(r.faultKindsList),

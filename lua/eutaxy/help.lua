@@ -47,6 +47,8 @@ help.commands = {
       { "-j N, --jobs N, -jN", "explore with N processes" },
       { "--check-determinism", "run every schedule twice and fail on any difference" },
       { "--no-reduction", "explore every order of tied events, also those that only reorder independent turns" },
+      { "--no-restore", "build every schedule's world from the start instead of returning to a state an earlier "
+          .. "schedule passed through (the same verdict and counts, slower)" },
       { "--budget-ms MS", "the time budget (default: the scenario's bounds.budgetMs)" },
       { "--quiet", "print the verdict line only" },
       { "--end-states", "testing aid: add endStates (the digests of the distinct end states: the tables "

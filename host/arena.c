@@ -1,0 +1,117 @@
+/*
+ * arena.c: the fixed-address heap (see arena.h).
+ *
+ * Blocks of up to 512 bytes come in classes 16 bytes apart, larger ones in
+ * powers of two; a freed block goes on its class's list, and a new one is
+ * cut from the top. A Lua state's frees are mostly of the sizes it asks for
+ * next, and a checker's isolate lives for one exploration, so what the
+ * classes waste matters less than that nothing of the allocator's state is
+ * outside the range.
+ */
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "arena.h"
+
+#define SMALL 512
+#define NSMALL (SMALL / 16)
+#define NCLASS (NSMALL + 48)
+
+struct eu_arena {
+  size_t top;             /* bytes from the arena's start in use, this header included */
+  size_t limit;           /* bytes reserved */
+  void *free[NCLASS];
+};
+
+static int class_of(size_t n) {
+  int c = NSMALL;
+  size_t size = (size_t)SMALL * 2;
+  if (n <= SMALL) return n == 0 ? 0 : (int)((n + 15) / 16) - 1;
+  while (size < n) {
+    size <<= 1;
+    c++;
+  }
+  return c;
+}
+
+static size_t class_size(int c) {
+  return c < NSMALL ? ((size_t)c + 1) * 16 : (size_t)SMALL * 2 << (c - NSMALL);
+}
+
+#define HEADER ((sizeof(eu_arena) + 15) & ~(size_t)15)
+
+eu_arena *eu_arena_new(size_t limit) {
+  size_t size;
+  void *p;
+  /* Classes round a block up to twice its size at most. */
+  if (limit > (SIZE_MAX - HEADER) / 2 - 4096) return NULL;
+  size = (HEADER + limit * 2 + 4095) & ~(size_t)4095;
+  p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  ((eu_arena *)p)->limit = size;
+  eu_arena_clear(p);
+  return p;
+}
+
+void eu_arena_delete(eu_arena *a) {
+  if (a) munmap(a, a->limit);
+}
+
+void eu_arena_clear(eu_arena *a) {
+  a->top = HEADER;
+  memset(a->free, 0, sizeof a->free);
+}
+
+void *eu_arena_alloc(eu_arena *a, size_t n) {
+  int c;
+  size_t size;
+  void *p;
+  if (n > a->limit) return NULL;
+  c = class_of(n);
+  if ((p = a->free[c]) != NULL) {
+    memcpy(&a->free[c], p, sizeof p);
+    return p;
+  }
+  size = class_size(c);
+  if (size > a->limit - a->top) return NULL;
+  p = (char *)a + a->top;
+  a->top += size;
+  return p;
+}
+
+void eu_arena_free(eu_arena *a, void *p, size_t n) {
+  int c;
+  if (!p) return;
+  c = class_of(n);
+  memcpy(p, &a->free[c], sizeof p);
+  a->free[c] = p;
+}
+
+void *eu_arena_realloc(eu_arena *a, void *p, size_t old, size_t n) {
+  void *q;
+  if (!p) return eu_arena_alloc(a, n);
+  if (n == 0) {
+    eu_arena_free(a, p, old);
+    return NULL;
+  }
+  if (class_of(old) == class_of(n)) return p;
+  if (!(q = eu_arena_alloc(a, n))) return NULL;
+  memcpy(q, p, old < n ? old : n);
+  eu_arena_free(a, p, old);
+  return q;
+}
+
+size_t eu_arena_used(const eu_arena *a) { return a->top; }
+
+void eu_arena_save(const eu_arena *a, void *to) { memcpy(to, a, a->top); }
+
+void eu_arena_load(eu_arena *a, const void *from, size_t len) {
+  size_t limit = a->limit;
+  memcpy(a, from, len);
+  a->limit = limit;
+}
+
+int eu_arena_owns(const eu_arena *a, const void *p) {
+  return (const char *)p >= (const char *)a + HEADER && (const char *)p < (const char *)a + a->top;
+}

@@ -1,0 +1,44 @@
+/*
+ * arena.h: a heap at an address that never moves, restored by copying.
+ *
+ * An arena is one reserved range of address space with a size-class
+ * allocator inside it, its free lists and its top included: everything it
+ * knows lives in the range. The bytes from its start to its top are then
+ * the whole heap, pointers and all, and copying them back (eu_arena_load)
+ * returns the heap to the moment they were copied (eu_arena_save). The
+ * checker keeps an object's isolate in one (isolate.h), so that a schedule
+ * can start from a state an earlier one passed through instead of
+ * rebuilding it.
+ *
+ * Pages are taken from the system on first touch and never given back:
+ * an arena is made once and used for many runs.
+ */
+#ifndef EUTAXY_ARENA_H
+#define EUTAXY_ARENA_H
+
+#include <stddef.h>
+
+typedef struct eu_arena eu_arena;
+
+/* An arena that can hold at least limit bytes of blocks; NULL when the
+ * address space cannot be had. */
+eu_arena *eu_arena_new(size_t limit);
+void eu_arena_delete(eu_arena *a);
+/* Frees every block at once. */
+void eu_arena_clear(eu_arena *a);
+
+void *eu_arena_alloc(eu_arena *a, size_t n);
+/* n is the size the block was asked for (or resized to). */
+void eu_arena_free(eu_arena *a, void *p, size_t n);
+/* realloc's contract, with the block's size given: NULL (p kept) when out of room. */
+void *eu_arena_realloc(eu_arena *a, void *p, size_t old, size_t n);
+
+/* The image: the bytes a save copies. */
+size_t eu_arena_used(const eu_arena *a);
+void eu_arena_save(const eu_arena *a, void *to);
+/* Returns the arena to an image of its own (len = eu_arena_used then). */
+void eu_arena_load(eu_arena *a, const void *from, size_t len);
+/* Whether p is a block of a. */
+int eu_arena_owns(const eu_arena *a, const void *p);
+
+#endif
