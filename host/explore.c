@@ -55,12 +55,6 @@ int64_t eu_monotonic_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15u + (a << 6) + (a >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
 
 /* ---- choice sequences ------------------------------------------------- */
 
@@ -231,7 +225,7 @@ static int note_label(eu_chooser *c, int i, const char *label) {
  * run's fault set is the sum of its marks, whatever order they struck in. */
 static uint64_t fault_mark(const char *label, int pick, uint64_t past) {
   const char *p = label ? label : "";
-  return mix(mix(eu_hash64(p, strlen(p), 0xfa17), (uint64_t)pick), past);
+  return eu_mix64(eu_mix64(eu_hash64(p, strlen(p), 0xfa17), (uint64_t)pick), past);
 }
 
 /* Where the fault strikes in the run's partial order (reduce.h): it tells
@@ -242,7 +236,7 @@ static uint64_t fault_past(eu_chooser *c) {
 }
 
 static int owner_of(uint64_t fault_set, int n) {
-  return (int)(mix(fault_set, 0x5a4du) % (uint64_t)n);
+  return (int)(eu_mix64(fault_set, 0x5a4du) % (uint64_t)n);
 }
 
 /* The branches decision i may take. With ownership split (own_n > 1), a
@@ -477,9 +471,9 @@ static uint64_t run_key(const eu_choices *p) {
   int i, ordinal = 0;
   for (i = 0; i < p->len; i++) {
     if (p->k[i]) {
-      h = mix(h, 0x100u + p->c[i]);
+      h = eu_mix64(h, 0x100u + p->c[i]);
     } else {
-      if (p->c[i]) h = mix(h, ((uint64_t)ordinal << 16) | 0x8000u | p->c[i]);
+      if (p->c[i]) h = eu_mix64(h, ((uint64_t)ordinal << 16) | 0x8000u | p->c[i]);
       ordinal++;
     }
   }
@@ -584,7 +578,7 @@ typedef struct sweeper {
 } sweeper;
 
 static uint64_t pair_key(const eu_chooser *c, int i, int b) {
-  return mix(c->labels[i], ((uint64_t)c->path.n[i] << 8) | (uint64_t)b);
+  return eu_mix64(c->labels[i], ((uint64_t)c->path.n[i] << 8) | (uint64_t)b);
 }
 
 /* Notes the faults c's run struck as tried, and queues a run for every
@@ -682,7 +676,7 @@ static int sample(eu_search *s, eu_run_fn fn, void *ud, int cap, fnode *node, ch
     eu_chooser c;
     int faults = 0, v, i;
     double est = 1.0;
-    uint64_t seed = mix(mix((uint64_t)cap, (uint64_t)k),
+    uint64_t seed = eu_mix64(eu_mix64((uint64_t)cap, (uint64_t)k),
                         node->p.len ? eu_hash64(node->p.c, (size_t)node->p.len, 3) : 0);
     eu_chooser_init(&c, EU_MODE_RANDOM, seed);
     if (choices_copy(&c.prefix, &node->p) != EU_OK) {

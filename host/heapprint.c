@@ -12,42 +12,56 @@
 #include <lauxlib.h>
 
 #include "determ.h"
+#include "prng.h"
 #include "heapprint.h"
 
 static const char work_key = 'w';
 
-typedef struct seen {
-  const void **slot;
+
+/* The values seen by a walk, by address. Kept from walk to walk, with a
+ * walk number in each slot instead of clearing: the worker is printed
+ * after every one of its turns, and its heap is about the same size each
+ * time. One thread walks at a time (a world runs on one). */
+typedef struct slot {
+  const void *p;
+  unsigned walk;
+} slot;
+
+static _Thread_local struct {
+  slot *slot;
   size_t mask, n;
+  unsigned walk;
 } seen;
 
-static uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15u + (a << 6) + (a >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
+static void seen_begin(void) {
+  seen.n = 0;
+  if (++seen.walk == 0) {  /* wrapped: every slot is stale */
+    if (seen.slot) memset(seen.slot, 0, (seen.mask + 1) * sizeof *seen.slot);
+    seen.walk = 1;
+  }
 }
 
 /* 1 if p is new, 0 if seen, -1 out of memory. */
-static int seen_add(seen *s, const void *p) {
+static int seen_add(const void *p) {
   size_t i;
-  if (2 * (s->n + 1) > s->mask + 1) {
-    size_t cap = s->mask ? 2 * (s->mask + 1) : 1024, j;
-    const void **a = calloc(cap, sizeof *a);
+  if (2 * (seen.n + 1) > seen.mask + 1) {
+    size_t cap = seen.mask ? 2 * (seen.mask + 1) : 4096, j;
+    slot *a = calloc(cap, sizeof *a);
     if (!a) return -1;
-    for (j = 0; s->slot && j <= s->mask; j++)
-      if (s->slot[j]) {
-        for (i = ((uintptr_t)s->slot[j] >> 4) & (cap - 1); a[i]; i = (i + 1) & (cap - 1)) {}
-        a[i] = s->slot[j];
+    for (j = 0; seen.slot && j <= seen.mask; j++)
+      if (seen.slot[j].walk == seen.walk) {
+        for (i = ((uintptr_t)seen.slot[j].p >> 4) & (cap - 1); a[i].walk == seen.walk; i = (i + 1) & (cap - 1)) {}
+        a[i] = seen.slot[j];
       }
-    free(s->slot);
-    s->slot = a;
-    s->mask = cap - 1;
+    free(seen.slot);
+    seen.slot = a;
+    seen.mask = cap - 1;
   }
-  for (i = ((uintptr_t)p >> 4) & s->mask; s->slot[i]; i = (i + 1) & s->mask)
-    if (s->slot[i] == p) return 0;
-  s->slot[i] = p;
-  s->n++;
+  for (i = ((uintptr_t)p >> 4) & seen.mask; seen.slot[i].walk == seen.walk; i = (i + 1) & seen.mask)
+    if (seen.slot[i].p == p) return 0;
+  seen.slot[i].p = p;
+  seen.slot[i].walk = seen.walk;
+  seen.n++;
   return 1;
 }
 
@@ -58,15 +72,15 @@ static uint64_t vid(lua_State *L, int i) {
   case LUA_TNIL: return 1;
   case LUA_TBOOLEAN: return 2 + (uint64_t)lua_toboolean(L, i);
   case LUA_TNUMBER:
-    if (lua_isinteger(L, i)) return mix(4, (uint64_t)lua_tointeger(L, i));
+    if (lua_isinteger(L, i)) return eu_mix64(4, (uint64_t)lua_tointeger(L, i));
     else {
       lua_Number d = lua_tonumber(L, i);
       uint64_t b = 0;
       memcpy(&b, &d, sizeof d < sizeof b ? sizeof d : sizeof b);
-      return mix(5, b);
+      return eu_mix64(5, b);
     }
-  case LUA_TLIGHTUSERDATA: return mix(6, (uint64_t)(uintptr_t)lua_touserdata(L, i));
-  default: return mix(8 + (uint64_t)t, (uint64_t)(uintptr_t)lua_topointer(L, i));
+  case LUA_TLIGHTUSERDATA: return eu_mix64(6, (uint64_t)(uintptr_t)lua_touserdata(L, i));
+  default: return eu_mix64(8 + (uint64_t)t, (uint64_t)(uintptr_t)lua_topointer(L, i));
   }
 }
 
@@ -75,9 +89,12 @@ static int expandable(lua_State *L, int i) {
   return t == LUA_TTABLE || t == LUA_TFUNCTION || t == LUA_TUSERDATA || t == LUA_TTHREAD;
 }
 
-/* Queues the value at L's index i on W; 0 when W cannot grow. */
+/* Queues the value at L's index i on W, unless it was queued before; 0
+ * when W cannot grow. */
 static int queue(lua_State *L, lua_State *W, int i) {
+  int fresh;
   if (!expandable(L, i)) return 1;
+  if ((fresh = seen_add(lua_topointer(L, i))) <= 0) return fresh == 0;
   if (!lua_checkstack(W, 1) || !lua_checkstack(L, 1)) return 0;
   lua_pushvalue(L, i);
   lua_xmove(L, W, 1);
@@ -99,7 +116,7 @@ static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(v
   switch (lua_type(L, top)) {
   case LUA_TTABLE:
     if (lua_getmetatable(L, top)) {
-      sum = mix(sum, vid(L, -1));
+      sum = eu_mix64(sum, vid(L, -1));
       if (!queue(L, W, -1)) return 0;
       lua_pop(L, 1);
     }
@@ -111,14 +128,14 @@ static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(v
         lua_pop(L, 1);
         continue;
       }
-      sum += mix(vid(L, -2), mix(vid(L, -1), 0x7ab1e));
+      sum += eu_mix64(vid(L, -2), eu_mix64(vid(L, -1), 0x7ab1e));
       if (!queue(L, W, -2) || !queue(L, W, -1)) return 0;
       lua_pop(L, 1);
     }
     break;
   case LUA_TFUNCTION:
     for (n = 1; lua_getupvalue(L, top, n) != NULL; n++) {
-      sum = mix(sum, mix((uint64_t)(uintptr_t)lua_upvalueid(L, top, n), vid(L, -1)));
+      sum = eu_mix64(sum, eu_mix64((uint64_t)(uintptr_t)lua_upvalueid(L, top, n), vid(L, -1)));
       if (!queue(L, W, -1)) return 0;
       lua_pop(L, 1);
     }
@@ -127,14 +144,14 @@ static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(v
     size_t len = lua_rawlen(L, top);
     const unsigned char *b = lua_touserdata(L, top);
     size_t k;
-    for (k = 0; b && k < len && k < 256; k++) sum = mix(sum, b[k]);
+    for (k = 0; b && k < len && k < 256; k++) sum = eu_mix64(sum, b[k]);
     if (lua_getmetatable(L, top)) {
-      sum = mix(sum, vid(L, -1));
+      sum = eu_mix64(sum, vid(L, -1));
       if (!queue(L, W, -1)) return 0;
       lua_pop(L, 1);
     }
     for (n = 1; lua_getiuservalue(L, top, n) != LUA_TNONE; n++) {
-      sum = mix(sum, vid(L, -1));
+      sum = eu_mix64(sum, vid(L, -1));
       if (!queue(L, W, -1)) return 0;
       lua_pop(L, 1);
     }
@@ -146,23 +163,23 @@ static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(v
     lua_Debug ar;
     int i, level;
     if (th == L || th == W || (skip && skip(ud, th))) break;
-    sum = mix((uint64_t)lua_status(th), (uint64_t)lua_gettop(th));
+    sum = eu_mix64((uint64_t)lua_status(th), (uint64_t)lua_gettop(th));
     for (i = 1; i <= lua_gettop(th); i++) {
-      sum = mix(sum, vid(th, i));
-      if (expandable(th, i)) {
+      sum = eu_mix64(sum, vid(th, i));
+      if (expandable(th, i) && seen_add(lua_topointer(th, i)) > 0) {
         if (!lua_checkstack(th, 1) || !lua_checkstack(W, 1)) return 0;
         lua_pushvalue(th, i);
         lua_xmove(th, W, 1);
       }
     }
     for (level = 0; lua_getstack(th, level, &ar); level++)
-      if (lua_getinfo(th, "l", &ar)) sum = mix(sum, (uint64_t)(ar.currentline + 1));
+      if (lua_getinfo(th, "l", &ar)) sum = eu_mix64(sum, (uint64_t)(ar.currentline + 1));
     break;
   }
   default:
     break;
   }
-  *h = mix((uint64_t)(uintptr_t)p, sum);
+  *h = eu_mix64((uint64_t)(uintptr_t)p, sum);
   lua_settop(L, top);
   return 1;
 }
@@ -171,7 +188,6 @@ uint64_t eu_heapprint(lua_State *L, int (*skip)(void *ud, lua_State *th), void *
   int top = lua_gettop(L), running = lua_gc(L, LUA_GCISRUNNING), ok = 1;
   const void *registry;
   lua_State *W;
-  seen s = { NULL, 0, 0 };
   uint64_t print = 0x3c6ef372fe94f82bu;
   if (!lua_checkstack(L, 8)) return 0;
   lua_gc(L, LUA_GCSTOP);
@@ -191,17 +207,15 @@ uint64_t eu_heapprint(lua_State *L, int (*skip)(void *ud, lua_State *th), void *
   lua_pushvalue(L, LUA_REGISTRYINDEX);
   registry = lua_topointer(L, -1);
   lua_xmove(L, W, 1);
+  seen_begin();
+  if (seen_add(registry) < 0) ok = 0;
   while (ok && lua_gettop(W) > 0) {
-    int fresh;
     uint64_t h = 0;
     lua_xmove(W, L, 1);
-    fresh = seen_add(&s, lua_topointer(L, -1));
-    if (fresh < 0) ok = 0;
-    else if (fresh && (ok = visit(L, W, registry, skip, ud, &h)) != 0) print += h;
+    if ((ok = visit(L, W, registry, skip, ud, &h)) != 0) print += h;
     lua_settop(L, top);
   }
   lua_settop(W, 0);
-  free(s.slot);
   if (running) lua_gc(L, LUA_GCRESTART);
   if (!ok) return 0;
   return print ? print : 1;

@@ -21,5 +21,13 @@ uint64_t eu_prng_below(eu_prng *r, uint64_t n);
 double eu_prng_double(eu_prng *r);
 /* A stable 64-bit hash of bytes (FNV-1a then a splitmix finaliser), for seeds and ids. */
 uint64_t eu_hash64(const void *p, size_t n, uint64_t seed);
+/* Two 64-bit values into one, well mixed (splitmix64's finaliser over a
+ * boost-style combine): for hashes built of parts. */
+static inline uint64_t eu_mix64(uint64_t a, uint64_t b) {
+  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15u + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
 
 #endif

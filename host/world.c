@@ -185,12 +185,6 @@ typedef struct wck {
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15u + (a << 6) + (a >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
 
 /* A copy of n bytes, NUL-terminated. */
 static char *dupmem(const char *p, size_t n) {
@@ -944,21 +938,21 @@ static void identify(eu_world *w, eu_event *ev, const eu_task *from) {
   case EU_EV_RESUME:
   case EU_EV_CRASH:
     if ((t = find_task(w, ev->a)) != NULL) {
-      ev->id = mix(t->ident, ev->kind == EU_EV_START ? 1 : (uint64_t)(16 + 2 * t->wakes++ + (ev->kind == EU_EV_CRASH)));
+      ev->id = eu_mix64(t->ident, ev->kind == EU_EV_START ? 1 : (uint64_t)(16 + 2 * t->wakes++ + (ev->kind == EU_EV_CRASH)));
       ev->res = t->obj->res;
     } else if (from) {
-      ev->id = mix(from->ident, ev->kind == EU_EV_CRASH ? 0xc4a5u : 0xa115u);
+      ev->id = eu_mix64(from->ident, ev->kind == EU_EV_CRASH ? 0xc4a5u : 0xa115u);
       ev->res = from->origin_res;
     }
     break;
   case EU_EV_ALARM:
     if (ev->a >= 0 && ev->a < w->nobjects) {
       ev->res = w->objects[ev->a]->res;
-      ev->id = mix(ev->res, mix(0xa1a3u, (uint64_t)ev->b));
+      ev->id = eu_mix64(ev->res, eu_mix64(0xa1a3u, (uint64_t)ev->b));
     }
     break;
   case EU_EV_ARRIVE:
-    ev->id = mix(0xa77u, (uint64_t)ev->a);
+    ev->id = eu_mix64(0xa77u, (uint64_t)ev->a);
     ev->res = EU_RES_DRIVE;
     break;
   }
@@ -1608,7 +1602,7 @@ static void fire_alarm(eu_world *w, eu_object *o, int64_t gen) {
   snprintf(label, sizeof label, "alarm %.100s#%d", o->tag, o->alarm_firings);
   t = new_task(w, EU_TASK_ALARM, o, "alarm", label);
   if (!t) return;
-  t->ident = mix(o->res, mix(0xa1a4u, (uint64_t)o->alarm_firings));
+  t->ident = eu_mix64(o->res, eu_mix64(0xa1a4u, (uint64_t)o->alarm_firings));
   {
     /* labels read "alarm DO:POOL(pool)#2 effect #0": the firing is the delivery */
     char event[EU_LABEL];
@@ -1805,7 +1799,7 @@ int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t n
     return EU_ENOMEM;
   }
   callee->origin_task = t->id;
-  callee->ident = mix(t->ident, 0x100 + (uint64_t)t->calls++);
+  callee->ident = eu_mix64(t->ident, 0x100 + (uint64_t)t->calls++);
   callee->origin_ident = t->ident;
   callee->origin_res = t->obj->res;
   callee->root = t->root;
@@ -1870,7 +1864,7 @@ static int submit(eu_world *w, int kind, eu_object *target, const char *method, 
     return 0;
   }
   t->origin_slot = slot;
-  t->ident = mix(eu_hash64(event, strlen(event), 0x5eed), (uint64_t)delivery);
+  t->ident = eu_mix64(eu_hash64(event, strlen(event), 0x5eed), (uint64_t)delivery);
   t->root = new_root(w, event, delivery);
   t->lose_answer = lose;
   if (TRACING(w)) {
@@ -1926,7 +1920,7 @@ int eu_world_run_alarm(eu_world *w, eu_object *o) {
     return 0;
   }
   t->origin_slot = slot;
-  t->ident = mix(o->res, mix(0xa5c3u, (uint64_t)++o->asked));
+  t->ident = eu_mix64(o->res, eu_mix64(0xa5c3u, (uint64_t)++o->asked));
   t->root = new_root(w, label, 1);
   t->alarm_retry = retry;
   o->alarm_running = 1;
