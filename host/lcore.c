@@ -11,9 +11,13 @@
  * Calls that wait return (ok, ...) instead of raising, so the Lua side
  * raises at the user's line with the error value it wants.
  */
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -559,8 +563,94 @@ static const luaL_Reg world_meta[] = {
   {NULL, NULL}
 };
 
+/* fnv1a64(s): FNV-1a 64 of the bytes of s, as 16 lower-case hex digits
+ * (eutaxy.fingerprint hashes every file a check can load). */
+static int l_fnv1a64(lua_State *L) {
+  size_t n, i;
+  const unsigned char *p = (const unsigned char *)luaL_checklstring(L, 1, &n);
+  uint64_t h = 0xcbf29ce484222325u;
+  for (i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3u;
+  {
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+    lua_pushstring(L, hex);
+  }
+  return 1;
+}
+
+/* The folders from the one first listed down to the one being listed: a
+ * symbolic link back to one of them is a cycle, not more files. */
+typedef struct ancestry {
+  dev_t dev;
+  ino_t ino;
+  const struct ancestry *up;
+} ancestry;
+
+/* Appends to the table at the top the .lua files under dir (prefix names
+ * them relative to the folder first listed), following symbolic links and
+ * skipping names that start with a dot. */
+static int list_lua(lua_State *L, const char *dir, const char *prefix, const ancestry *up, lua_Integer *n) {
+  DIR *d;
+  struct dirent *e;
+  struct stat self;
+  ancestry here;
+  const ancestry *a;
+  if (stat(dir, &self) != 0) return -1;
+  for (a = up; a; a = a->up)
+    if (a->dev == self.st_dev && a->ino == self.st_ino) return 0;
+  here.dev = self.st_dev;
+  here.ino = self.st_ino;
+  here.up = up;
+  if (!(d = opendir(dir))) return -1;
+  while ((e = readdir(d)) != NULL) {
+    struct stat st;
+    size_t len = strlen(e->d_name);
+    char *path, *rel;
+    if (e->d_name[0] == '.') continue;
+    path = malloc(strlen(dir) + len + 2);
+    rel = malloc(strlen(prefix) + len + 2);
+    if (!path || !rel) {
+      free(path);
+      free(rel);
+      closedir(d);
+      return -1;
+    }
+    sprintf(path, "%s/%s", dir, e->d_name);
+    sprintf(rel, "%s%s%s", prefix, *prefix ? "/" : "", e->d_name);
+    if (stat(path, &st) == 0) {
+      if (S_ISDIR(st.st_mode)) {
+        list_lua(L, path, rel, &here, n);
+      } else if (S_ISREG(st.st_mode) && len > 4 && strcmp(e->d_name + len - 4, ".lua") == 0) {
+        lua_pushstring(L, rel);
+        lua_rawseti(L, -2, ++*n);
+      }
+    }
+    free(path);
+    free(rel);
+  }
+  closedir(d);
+  return 0;
+}
+
+/* lua_files(dir): the .lua files under dir (recursively, links followed,
+ * hidden names skipped), relative to dir, in no particular order; or nil
+ * and a message when dir cannot be listed. */
+static int l_lua_files(lua_State *L) {
+  const char *dir = luaL_checkstring(L, 1);
+  lua_Integer n = 0;
+  lua_newtable(L);
+  if (list_lua(L, dir, "", NULL, &n) != 0) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "cannot list %s: %s", dir, strerror(errno));
+    return 2;
+  }
+  return 1;
+}
+
 static const luaL_Reg host_funcs[] = {
   {"world", l_world},
+  {"fnv1a64", l_fnv1a64},
+  {"lua_files", l_lua_files},
   {NULL, NULL}
 };
 

@@ -20,47 +20,20 @@
 -- loads changes the fingerprint too, which errs on the safe side.
 
 local json = require "eutaxy.json"
-
-local string_byte, string_format = string.byte, string.format
+local core = require "eutaxy.core"
 
 local fingerprint = {}
 
-local FNV_OFFSET = -3750763034362895579 -- 0xcbf29ce484222325 as a Lua integer
-local FNV_PRIME = 0x100000001b3
-
---- FNV-1a 64 of the bytes of s, as 16 lower-case hex digits. Lua 5.4
---- integers are 64 bits and wrap on overflow, which is the hash's own
---- arithmetic.
+--- FNV-1a 64 of the bytes of s, as 16 lower-case hex digits.
 ---@param s string
 ---@return string
-function fingerprint.hash(s)
-  local h = FNV_OFFSET
-  for i = 1, #s do h = (h ~ string_byte(s, i)) * FNV_PRIME end
-  return string_format("%016x", h)
-end
+fingerprint.hash = core.fnv1a64
 
--- a shell word for path, whatever it holds
-local function quote(path)
-  return "'" .. path:gsub("'", "'\\''") .. "'"
-end
-
---- The files under dir (recursively, symbolic links followed, folders whose
---- name starts with a dot skipped) whose name ends with .lua, as paths
---- relative to dir. Unordered. Nil and a message when dir cannot be listed.
----@param dir string
----@return string[]|nil, string|nil
-function fingerprint.lua_files(dir)
-  local p = io.popen("find -L " .. quote(dir) .. " -mindepth 1 -name '.*' -prune -o -type f -name '*.lua' -print0"
-    .. " 2>/dev/null")
-  if not p then return nil, "cannot list " .. dir end
-  local out = p:read("a")
-  p:close()
-  local files, prefix = {}, dir:gsub("/+$", "") .. "/"
-  for path in out:gmatch("[^%z]+") do
-    if path:sub(1, #prefix) == prefix then files[#files + 1] = path:sub(#prefix + 1) end
-  end
-  return files
-end
+--- The files under dir (recursively, symbolic links followed, names that
+--- start with a dot skipped) whose name ends with .lua, as paths relative
+--- to dir. Unordered. Nil and a message when dir cannot be listed.
+---@type fun(dir: string): string[]|nil, string|nil
+fingerprint.lua_files = core.lua_files
 
 --- path without "." segments and with "x/.." folded away, so one file has one name.
 ---@param path string
