@@ -22,6 +22,7 @@
  * parallel workers as coverage is. A scenario with neither has no hook:
  * its runs do nothing between turns.
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1277,6 +1278,11 @@ static int l_explore(lua_State *L) {
   lua_settop(L, 1);
   lua_getfield(L, 1, "check");
   luaL_argcheck(L, lua_isfunction(L, 2), 1, "check must be a function");
+  /* A search frees and takes back the same large blocks all the time
+   * (images of isolates, worlds): kept in the heap rather than handed back
+   * to the system, they are not faulted in page by page again. */
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   x = lua_newuserdatauv(L, sizeof *x, 0);  /* 3 */
   memset(x, 0, sizeof *x);
   x->violation_ref = x->answers_ref = x->run_ref = x->broke_ref = LUA_NOREF;
@@ -1349,6 +1355,7 @@ static int l_explore(lua_State *L) {
   if (rc == EU_OK && s.verdict == EU_VIOLATED && opt_bool(L, 1, "shrink"))
     rc = eu_search_shrink(&s, run_once, x, &shrink_runs, err, sizeof err);
   drop_world(x);
+
   if (rc != EU_OK) {
     lua_pushnil(L);
     lua_pushstring(L, err);
