@@ -124,6 +124,13 @@ int eu_drive_begin(eu_world *w, const eu_drive *d, eu_drive_state *st, eu_drive_
   return EU_OK;
 }
 
+int eu_drive_waiting(const eu_drive *d, const eu_drive_state *st) {
+  int i;
+  for (i = 0; i < d->n; i++)
+    if (st->state[i] == EU_WAITING) return 1;
+  return 0;
+}
+
 int eu_drive_save(const eu_drive *d, const eu_drive_state *st, eu_buf *into) {
   size_t n = (size_t)d->n;
   int i;

@@ -71,6 +71,8 @@ int eu_drive_begin(eu_world *w, const eu_drive *d, eu_drive_state *st, eu_drive_
 int eu_drive_go(eu_world *w, const eu_drive *d, eu_drive_state *st, int *settled,
                 int (*at_step)(void *ud), void *ud, char *err, size_t errlen);
 int eu_drive_save(const eu_drive *d, const eu_drive_state *st, eu_buf *into);
+/* Whether an event waits to be admitted (the next step may admit it). */
+int eu_drive_waiting(const eu_drive *d, const eu_drive_state *st);
 int eu_drive_load(const eu_drive *d, eu_drive_state *st, const char *p);
 void eu_drive_state_free(eu_drive_state *st);
 

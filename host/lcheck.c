@@ -71,6 +71,10 @@ typedef struct point {
   unsigned run_kinds, run_open, run_spent, run_tried;
 } point;
 
+/* What the kept world's checkpoints may hold, past which a run's deeper
+ * steps are run again when a later run needs them rather than kept. */
+#define EU_CHECKPOINT_BUDGET ((size_t)256 << 20)
+
 /* A fault point noted by the run in progress: applied to the points when
  * the run ends, so that a run that starts at a checkpoint has what the
  * decisions before it noted (see the restorer below). */
@@ -992,6 +996,12 @@ static int at_step(void *ud) {
     return EU_OK;
   }
   if (x->rbroken) return EU_OK;
+  /* A step with no decision in it is never where a run starts: the next
+   * checkpoint has the same decisions before it. And past the budget the
+   * deeper steps are run again rather than kept. */
+  if ((!eu_world_decisions_ahead(x->rw) && !eu_drive_waiting(&x->rdrive, &x->rst)) ||
+      eu_world_checkpoint_bytes(x->rw) > EU_CHECKPOINT_BUDGET)
+    return EU_OK;
   if (x->nrcks == x->caprcks) {
     int cap = x->caprcks ? x->caprcks * 2 : 32, i;
     rck *a = realloc(x->rcks, (size_t)cap * sizeof *a);
@@ -1107,9 +1117,11 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   o.choose_ud = ch;
   o.max_faults = cap;
   o.no_trace = !trace;
-  /* An isolate lives for one run: collecting less often is cheaper, and
-   * the memory limit still holds. */
-  o.gc_pause = 400;
+  /* An isolate built for one run collects less often, which is cheaper;
+   * the kept world's isolates collect as Lua does by default, since what
+   * the heap grows to is what every checkpoint copies. The memory limit
+   * holds either way. */
+  o.gc_pause = kept ? 200 : 400;
   o.store_provider = kept || !x->restore ? provide_store : provide_private;
   o.store_ud = x;
   o.fault_point = note_point;

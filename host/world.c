@@ -176,6 +176,7 @@ struct eu_world {
   int ncks, capcks;
   eu_arena **spare;   /* arenas of objects a rewind forgot, for the next ones */
   int nspare, capspare;
+  size_t ck_bytes;    /* held by images and checkpoints' blobs */
 };
 
 typedef struct wck {
@@ -211,7 +212,7 @@ static char *dupstr(const char *s) {
 static void save_object(eu_world *w, eu_object *o);
 static void store_mark(eu_world *w, eu_object *o);
 static eu_arena *take_arena(eu_world *w);
-static void forget_saves(eu_object *o);
+static void forget_saves(eu_world *w, eu_object *o);
 
 /* Called after an object's isolate or store came or went. */
 static void note_resident(eu_world *w, eu_object *o) {
@@ -2109,6 +2110,7 @@ static void save_object(eu_world *w, eu_object *o) {
         w->ck_broken = 1;
         return;
       }
+      w->ck_bytes += n - e->cap;
       e->img = img;
       e->cap = n;
     }
@@ -2139,9 +2141,12 @@ static void give_arena(eu_world *w, eu_arena *a) {
   w->spare[w->nspare++] = a;
 }
 
-static void forget_saves(eu_object *o) {
+static void forget_saves(eu_world *w, eu_object *o) {
   int i;
-  for (i = 0; i < o->capimgs; i++) free(o->imgs[i].img);
+  for (i = 0; i < o->capimgs; i++) {
+    w->ck_bytes -= o->imgs[i].cap;
+    free(o->imgs[i].img);
+  }
   free(o->imgs);
   free(o->marks);
   o->imgs = NULL;
@@ -2166,6 +2171,7 @@ int eu_world_checkpoint(eu_world *w) {
   }
   c = &w->cks[w->ncks];
   c->w = *w;
+  w->ck_bytes -= c->blob.cap;
   eu_buf_reset(&c->blob);
   for (i = 0; i < w->nobjects; i++)
     if (eu_buf_put(&c->blob, w->objects[i], sizeof(eu_object)) != EU_OK) return EU_ENOMEM;
@@ -2184,12 +2190,23 @@ int eu_world_checkpoint(eu_world *w) {
         (w->sched.heap[k].data && eu_buf_put(&c->blob, w->sched.heap[k].data, w->sched.heap[k].len) != EU_OK))
       return EU_ENOMEM;
   if (w->uncaught && eu_buf_puts(&c->blob, w->uncaught) != EU_OK) return EU_ENOMEM;
+  w->ck_bytes += c->blob.cap;
   w->ck_depth = w->ncks++;
   w->ck_serial++;
   return EU_OK;
 }
 
 int eu_world_checkpoints(eu_world *w) { return w->ck_on ? w->ncks : 0; }
+
+size_t eu_world_checkpoint_bytes(eu_world *w) { return w->ck_bytes; }
+
+int eu_world_decisions_ahead(eu_world *w) {
+  int64_t at = eu_sched_next_time(&w->sched);
+  size_t i, n = 0;
+  if (w->faults_used < w->o.max_faults) return 1;
+  for (i = 0; i < w->sched.n && n < 2; i++) n += w->sched.heap[i].at <= at;
+  return n > 1;
+}
 
 /* A copy of n bytes of the blob, or NULL for none. */
 static char *blob_copy(const char **p, size_t n, int *ok) {
@@ -2231,7 +2248,7 @@ int eu_world_rewind(eu_world *w, int j) {
     eu_object *o = w->objects[i];
     if (o->store && !o->store_lent) eu_store_close(o->store);
     give_arena(w, o->arena);
-    forget_saves(o);
+    forget_saves(w, o);
     free(o->name);
     free(o);
   }
@@ -2353,7 +2370,7 @@ void eu_world_free(eu_world *w) {
     close_isolate(w, o);
     if (o->store && !o->store_lent) eu_store_close(o->store);
     eu_arena_delete(o->arena);
-    forget_saves(o);
+    forget_saves(w, o);
     free(o->name);
     free(o);
   }

@@ -218,6 +218,12 @@ const eu_fp *eu_world_step_fp(eu_world *w);
 int eu_world_checkpoint(eu_world *w);
 int eu_world_checkpoints(eu_world *w);
 int eu_world_rewind(eu_world *w, int j);
+/* Bytes the checkpoints hold (objects' images, the world's copies). */
+size_t eu_world_checkpoint_bytes(eu_world *w);
+/* Whether the next step can hold a decision with what is queued now: a
+ * fault is left, or more than one event is due first. (What a caller adds
+ * to the queue before the step is its own to count.) */
+int eu_world_decisions_ahead(eu_world *w);
 void eu_world_retarget(eu_world *w, const eu_world_opts *o);
 
 /* Faults and bounds of the run so far. */

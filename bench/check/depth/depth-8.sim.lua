@@ -1,0 +1,3 @@
+--- 8 requests in a row, one fault per run (depth_scenario.lua).
+--   eutaxy check bench/check/depth/depth-8.sim.lua --quiet
+return require "depth_scenario" ("depth-8", 8)
