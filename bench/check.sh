@@ -9,6 +9,7 @@
 #   bench/check.sh --only leases-fixed
 #   bench/check.sh --always   # also leases-fixed and wide-small with a sim.always added
 #   bench/check.sh --por      # instead: the partial-order workloads, each with and without reduction
+#   bench/check.sh --restore  # instead: each workload restored (the default) and with --no-restore
 #
 # Exit 1 when a workload's verdict is not the expected one. See bench/README.md.
 set -euo pipefail
@@ -23,9 +24,10 @@ jobs=2
 only=""
 always=no
 por=no
+restore=no
 usage() {
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
-  echo "options: -n RUNS (default 3), --wide, --reset, -j JOBS for the parallel workload (default 2), --only NAME, --always, --por"
+  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  echo "options: -n RUNS (default 3), --wide, --reset, -j JOBS for the parallel workload (default 2), --only NAME, --always, --por, --restore"
 }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,6 +38,7 @@ while [ $# -gt 0 ]; do
     --only) only="$2"; shift 2 ;;
     --always) always=yes; shift ;;
     --por) por=yes; shift ;;
+    --restore) restore=yes; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench/check.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -87,6 +90,30 @@ if [ "$por" = yes ]; then
              "outbox-full|INCONCLUSIVE|0|1|bench/check/outbox/outbox.sim.lua|--no-reduction --budget-ms 120000")
 fi
 
+# Restoring the world instead of rebuilding it (bench/README.md): each
+# workload as check runs it and with --no-restore, side by side. wide-full is
+# the wide scenario without reduction (303,274 schedules), the rate the
+# checker's own cost shows most plainly in; depth-N are runs of N requests in
+# a row, for the memory the checkpoints take against the depth of a run.
+if [ "$restore" = yes ]; then
+  workloads=()
+  for w in "leases|VIOLATED|13|1|scenarios/lease-pool/leases.sim.lua|" \
+           "leases-fixed|BOUNDED|15|1|scenarios/lease-pool/leases.fixed.sim.lua|" \
+           "wide|BOUNDED|5356|1|bench/check/wide/wide.sim.lua|" \
+           "wide-full|BOUNDED|303274|1|bench/check/wide/wide.sim.lua|--no-reduction" \
+           "wide-small-reset|BOUNDED|3664|1|bench/check/wide/wide-small-reset.sim.lua|" \
+           "depth-16|BOUNDED|17|1|bench/check/depth/depth-16.sim.lua|" \
+           "depth-64|BOUNDED|65|1|bench/check/depth/depth-64.sim.lua|"; do
+    IFS='|' read -r name expect schedules njobs scenario extra <<< "$w"
+    workloads+=("$name|$expect|$schedules|$njobs|$scenario|$extra"
+                "$name-rebuilt|$expect|$schedules|$njobs|$scenario|$extra --no-restore")
+  done
+fi
+
+# Peak RSS of each run, where GNU time is installed (Debian's `time`).
+timer=""
+if [ -x /usr/bin/time ]; then timer=/usr/bin/time; fi
+
 echo "eutaxy: $bin ($("$bin" version 2>/dev/null || echo '?')), $runs run(s) per workload, $(nproc) cpu(s)"
 for w in "${workloads[@]}"; do
   extra=""
@@ -99,9 +126,14 @@ for w in "${workloads[@]}"; do
     out="$tmp/$name.$i.json"
     t0=$(date +%s%N)
     rc=0
-    "$bin" "${args[@]}" > "$out" 2> "$tmp/$name.$i.err" || rc=$?
+    if [ -n "$timer" ]; then
+      "$timer" -f %M -o "$tmp/$name.$i.rss" "$bin" "${args[@]}" > "$out" 2> "$tmp/$name.$i.err" || rc=$?
+    else
+      "$bin" "${args[@]}" > "$out" 2> "$tmp/$name.$i.err" || rc=$?
+    fi
     t1=$(date +%s%N)
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$expect" "$schedules" "$njobs" "$rc" "$((t1 - t0))" "$out" >> "$record"
+    rss=$(tail -1 "$tmp/$name.$i.rss" 2>/dev/null | grep -E '^[0-9]+$' || echo 0)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$expect" "$schedules" "$njobs" "$rc" "$((t1 - t0))" "$out" "$rss" >> "$record"
     printf '  %-16s run %d: exit %d, %d ms\n' "$name" "$i" "$rc" "$(((t1 - t0) / 1000000))" >&2
     if [ "$rc" -ge 2 ] && [ "$rc" -ne 3 ]; then
       echo "bench/check.sh: $name failed (exit $rc):" >&2

@@ -132,6 +132,8 @@ void eu_arena_load(eu_arena *a, const void *from, size_t len) {
   a->ready = ready;
 }
 
+void *eu_arena_first(eu_arena *a) { return (char *)a + HEADER; }
+
 int eu_arena_owns(const eu_arena *a, const void *p) {
   return (const char *)p >= (const char *)a + HEADER && (const char *)p < (const char *)a + a->top;
 }

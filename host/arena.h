@@ -38,6 +38,9 @@ size_t eu_arena_used(const eu_arena *a);
 void eu_arena_save(const eu_arena *a, void *to);
 /* Returns the arena to an image of its own (len = eu_arena_used then). */
 void eu_arena_load(eu_arena *a, const void *from, size_t len);
+/* Where the first block of an emptied arena goes: what an image's first
+ * allocation was. */
+void *eu_arena_first(eu_arena *a);
 /* Whether p is a block of a. */
 int eu_arena_owns(const eu_arena *a, const void *p);
 

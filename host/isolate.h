@@ -38,6 +38,8 @@ typedef struct eu_isolate_opts {
  * moment, at the same address. */
 int eu_isolate_new(eu_isolate **out, const eu_isolate_opts *o, char *err, size_t errlen);
 void eu_isolate_close(eu_isolate *iso);
+/* The isolate an image of its arena holds, once loaded back. */
+eu_isolate *eu_isolate_in(eu_arena *a);
 lua_State *eu_isolate_L(eu_isolate *iso);
 void *eu_isolate_ud(lua_State *L);          /* the owner's data, from any thread of the isolate */
 eu_isolate *eu_isolate_of(lua_State *L);

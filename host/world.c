@@ -87,6 +87,11 @@ struct eu_object {
   int nimgs, capimgs;
   ck_mark *marks;
   int nmarks, capmarks;
+  /* its arena once the runtime was loaded, before anything of the object:
+   * the next build of its isolate starts there */
+  void *boot_img;
+  size_t boot_len;
+  int boot_wire_ref;
 };
 
 struct eu_task {
@@ -746,6 +751,18 @@ typedef struct boot_args {
   eu_object *o;
 } boot_args;
 
+/* load_runtime(args): requires the runtime and keeps its wire_error. */
+static int load_runtime(lua_State *L) {
+  boot_args *a = lua_touserdata(L, 1);
+  lua_settop(L, 0);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "eutaxy.runtime");
+  lua_call(L, 1, 1);
+  lua_getfield(L, 1, "wire_error");
+  a->o->wire_error_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  return 0;
+}
+
 static int push_boot(lua_State *L) {
   boot_args *a = lua_touserdata(L, 1);
   eu_world *w = a->w;
@@ -755,8 +772,6 @@ static int push_boot(lua_State *L) {
   lua_getglobal(L, "require");
   lua_pushliteral(L, "eutaxy.runtime");
   lua_call(L, 1, 1);
-  lua_getfield(L, 1, "wire_error");
-  o->wire_error_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, 1, "boot");
   lua_pushstring(L, o->ns < 0 ? "worker" : "object");
   lua_pushstring(L, w->entry);
@@ -807,15 +822,36 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   io.open_core = eu_world_open_core;
   io.log = log_print;
   io.ud = o;
-  if ((rc = eu_isolate_new(&o->iso, &io, err, errlen)) != EU_OK) return rc;
+  a.w = w;
+  a.o = o;
+  if (io.arena && o->boot_img) {
+    /* the same isolate as the last build had made by now, at the same address */
+    eu_arena_load(o->arena, o->boot_img, o->boot_len);
+    o->iso = eu_isolate_in(o->arena);
+    o->wire_error_ref = o->boot_wire_ref;
+  } else if ((rc = eu_isolate_new(&o->iso, &io, err, errlen)) != EU_OK) {
+    return rc;
+  }
   if (link_limits(w, o) != EU_OK) {
     eu_err(err, errlen, EU_ESQL, "%s", eu_store_errmsg(o->store));
     close_isolate(w, o);
     return EU_ESQL;
   }
   L = eu_isolate_L(o->iso);
-  a.w = w;
-  a.o = o;
+  if (!io.arena || !o->boot_img) {
+    lua_pushcfunction(L, load_runtime);
+    lua_pushlightuserdata(L, &a);
+    if ((rc = lua_pcall(L, 1, 0, 0)) != LUA_OK) {
+      lua_pushcfunction(L, traceback);
+      lua_insert(L, -2);
+      goto fail;
+    }
+    if (io.arena && (o->boot_img = malloc(eu_arena_used(o->arena))) != NULL) {
+      o->boot_len = eu_arena_used(o->arena);
+      eu_arena_save(o->arena, o->boot_img);
+      o->boot_wire_ref = o->wire_error_ref;
+    }
+  }
   lua_pushcfunction(L, traceback);
   lua_pushcfunction(L, push_boot);
   lua_pushlightuserdata(L, &a);
@@ -2143,6 +2179,8 @@ static void give_arena(eu_world *w, eu_arena *a) {
 
 static void forget_saves(eu_world *w, eu_object *o) {
   int i;
+  free(o->boot_img);
+  o->boot_img = NULL;
   for (i = 0; i < o->capimgs; i++) {
     w->ck_bytes -= o->imgs[i].cap;
     free(o->imgs[i].img);

@@ -2,7 +2,7 @@
 -- workload. Run with the project's own binary, so cjson is there:
 --   eutaxy run bench/check/report.lua RUNS.tsv
 -- RUNS.tsv has one line per run, tab-separated:
---   workload  expected-verdict  expected-schedules (0: any)  jobs  exit-code  wall-ns  json-file
+--   workload  expected-verdict  expected-schedules (0: any)  jobs  exit-code  wall-ns  json-file  peak-rss-kb (0: unknown)
 -- Exits 1 when a workload's verdict is not the expected one.
 local cjson = require "cjson"
 
@@ -29,18 +29,19 @@ end
 local order, by_name = {}, {}
 if not arg[1] then io.stderr:write("usage: report.lua RUNS.tsv\n") os.exit(2) end
 for line in io.lines(arg[1]) do
-  local name, verdict, schedules, jobs, rc, wall, json = line:match(
-    "^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$")
+  local name, verdict, schedules, jobs, rc, wall, json, rss = line:match(
+    "^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t?([^\t]*)$")
   if name then
     local w = by_name[name]
     if not w then
       w = { name = name, expect = verdict, expect_schedules = tonumber(schedules), jobs = tonumber(jobs),
-            wall = {}, elapsed = {}, verdicts = {}, schedules = {}, runs = {} }
+            wall = {}, elapsed = {}, verdicts = {}, schedules = {}, runs = {}, rss = {} }
       by_name[name] = w
       order[#order + 1] = w
     end
     local doc = read_json(json)
     w.wall[#w.wall + 1] = tonumber(wall) / 1e6
+    if tonumber(rss) and tonumber(rss) > 0 then w.rss[#w.rss + 1] = tonumber(rss) end
     if doc then
       w.verdicts[doc.verdict or "?"] = true
       local c = doc.counts or {}
@@ -71,7 +72,7 @@ local function num(x, fmt)
 end
 
 local header = { "workload", "verdict", "schedules", "runs", "jobs", "wall ms", "(min-max)", "elapsedMs",
-                 "sched/s (elapsed)", "sched/s (wall)", "sched/s/core (wall)" }
+                 "sched/s (elapsed)", "sched/s (wall)", "sched/s/core (wall)", "peak RSS MB" }
 local rows, notes, failed = { header }, {}, false
 for _, w in ipairs(order) do
   local verdict = verdict_of(w)
@@ -90,6 +91,7 @@ for _, w in ipairs(order) do
   rows[#rows + 1] = {
     w.name, verdict, num(schedules), num(runs), num(w.jobs), num(wall, "%.1f"),
     string.format("%.1f-%.1f", lo, hi), num(elapsed, "%.0f"), rate(schedules, elapsed), rate(schedules, wall), per_core,
+    median(w.rss) and string.format("%.1f", median(w.rss) / 1024) or "-",
   }
 end
 
