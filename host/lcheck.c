@@ -151,7 +151,7 @@ typedef struct xctx {
   eu_chooser *rch;          /* the chooser of the run in progress */
   int rskip;                /* the run starts at a checkpoint it need not take again */
   int rbroken;              /* a checkpoint failed: the world is not kept */
-  long rebuilt, rewound, rsteps;  /* worlds built, runs rewound, checkpoints taken */
+  long rebuilt, rewound, rsteps;  /* worlds built for runs, runs rewound, checkpoints taken */
   eu_drive rdrive;          /* the drive of the kept world's runs */
   eu_store **private;       /* stores of a run outside the kept world */
   int nprivate, capprivate;
@@ -547,14 +547,16 @@ static void keep_run(void *ud) {
   forget_run(x);
 }
 
-/* A parallel worker's notes: a first line of faults by kind, a second of
+/* A parallel worker's notes: a first line of faults by kind (and the
+ * worlds it built and the runs it rewound), a second of
  * turn checks and the sometimes probes reached (their indices), then
  * coverage, one point a line: reached, kinds, open, spent, tried, key. */
 static int export_points(void *ud, eu_buf *out) {
   xctx *x = ud;
   int i;
   for (i = 0; i < EU_FAULT_NKINDS; i++)
-    if (eu_buf_printf(out, i + 1 < EU_FAULT_NKINDS ? "%ld " : "%ld\n", x->by_kind[i]) != EU_OK) return EU_ENOMEM;
+    if (eu_buf_printf(out, "%ld ", x->by_kind[i]) != EU_OK) return EU_ENOMEM;
+  if (eu_buf_printf(out, "%ld %ld\n", x->rebuilt, x->rewound) != EU_OK) return EU_ENOMEM;
   if (eu_buf_printf(out, "%ld", x->turn_checks) != EU_OK) return EU_ENOMEM;
   for (i = 0; i < x->nprobes; i++)
     if (x->reached[i] && eu_buf_printf(out, " %d", i) != EU_OK) return EU_ENOMEM;
@@ -579,6 +581,17 @@ static int merge_points(void *ud, const char *p, size_t n) {
     if (next == p || next > end) return EU_ECORRUPT;
     x->by_kind[k] += v;
     p = next;
+  }
+  {
+    char *next;
+    long built = strtol(p, &next, 10), rewound;
+    if (next == p || next > end) return EU_ECORRUPT;
+    p = next;
+    rewound = strtol(p, &next, 10);
+    if (next == p || next > end) return EU_ECORRUPT;
+    p = next;
+    x->rebuilt += built;
+    x->rewound += rewound;
   }
   if (p >= end || *p != '\n') return EU_ECORRUPT;
   p++;
@@ -1151,6 +1164,7 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   } else {
     x->nnotes = 0;
     if ((rc = eu_world_new(&w, &o, err, errlen)) != EU_OK) return rc;
+    x->rebuilt++;
     answers = calloc((size_t)(d.n ? d.n : 1), sizeof *answers);
     if (!answers) {
       eu_world_free(w);

@@ -31,7 +31,7 @@ end
 
 -- The options that shape an exploration, which --merge (reading reports) refuses.
 local EXPLORING = { "--replay", "--random", "--seed", "--shard", "-j", "--check-determinism", "--budget-ms",
-                    "--no-reduction", "--end-states" }
+                    "--no-reduction", "--no-restore", "--end-states" }
 
 local function parse_args(argv)
   local o = { jobs = 1, files = {}, given = {} }
