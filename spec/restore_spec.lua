@@ -91,6 +91,8 @@ local function both(args)
   return finish_restored(), finish_rebuilt()
 end
 
+local EXIT = { BOUNDED = 0, VIOLATED = 1, NONDETERMINISTIC = 1, INCONCLUSIVE = 3 }
+
 local DROPPED = { "elapsedMs", "elapsedMsSum", "worldsBuilt", "runsRewound" }
 
 local function comparable(doc)
@@ -144,6 +146,12 @@ local function disagreement(r, n)
   local rc, nc = r.doc.counts or {}, n.doc.counts or {}
   local why = {}
   if r.code ~= n.code then why[#why + 1] = string.format("exit %s restored, %s with --no-restore", r.code, n.code) end
+  -- the same wrong exit in both modes is no agreement (valgrind's 99 is one)
+  for _, run in ipairs({ r, n }) do
+    if run.code ~= EXIT[run.doc.verdict] then
+      why[#why + 1] = string.format("exit %s after %s: %s", run.code, show(run.doc.verdict), run.command)
+    end
+  end
   differences(comparable(r.doc), comparable(n.doc), "", why)
   if (rc.runs or 0) > 1 and not ((rc.runsRewound or 0) > 0) then
     why[#why + 1] = string.format("the restored check ran %d runs and rewound none (counts.runsRewound %s)",
