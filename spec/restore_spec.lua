@@ -1,0 +1,270 @@
+--- The restorer (host/lcheck.c: one world kept for the whole search and
+-- rewound to a checkpoint before each run), tested against building every
+-- run's world from scratch (--no-restore): the two must write the same
+-- --json report, field for field, on every example scenario, on random
+-- scenarios (spec/fixtures/por-random/generate.lua, one per seed) with
+-- reduction, with --no-reduction and with --check-determinism, and on the
+-- replay of a violation's schedule.
+--
+-- What may differ, and is removed before the reports are compared:
+--   counts.elapsedMs, counts.elapsedMsSum   the wall clock (the sum is in
+--                                           merged reports only)
+--   counts.worldsBuilt, counts.runsRewound  the restorer's own counts,
+--                                           asserted on their own: a
+--                                           restored search of more than
+--                                           one run rewound at least once,
+--                                           and --no-restore keeps no world,
+--                                           so both are 0 there
+-- Everything else (verdict, schedule, counts, coverage, violation, rows,
+-- trace, timeline, faults, end states, fingerprint) must be equal. Every
+-- search gets a budget it cannot reach: a budget that ran out in one mode
+-- only would make the counts differ for the clock's sake.
+--
+-- EUTAXY_RESTORE_SEEDS=N and EUTAXY_RESTORE_FIRST_SEED=S run N seeds from
+-- S instead of the default 60 from 1 (the sanitizer build runs 20, see
+-- CMakeLists.txt). A failing seed's project is kept where the failure says,
+-- with the commands that rerun it.
+local process = dofile("spec/helpers/process.lua")
+local cjson = require "cjson"
+local generate = dofile("spec/fixtures/por-random/generate.lua")
+
+local NO_BUDGET = " --budget-ms 600000"
+
+-- Under valgrind (EUTAXY_VALGRIND, see CMakeLists.txt) every run is about 30
+-- times slower: three small scenarios (a BOUNDED one of 5 runs, its planted
+-- twin with a shrunk violation, a fixed one whose sometimes probe is looked
+-- at between turns) and two seeds (26: BOUNDED in 7 runs with a reset
+-- fault; 82: VIOLATED in 5 runs with faults, then shrunk) still take the
+-- restorer through memcheck.
+local VALGRIND = os.getenv("EUTAXY_VALGRIND") ~= nil
+local SEEDS = { first = 1, count = 60 }
+if VALGRIND then SEEDS = { list = { 26, 82 } } end
+if os.getenv("EUTAXY_RESTORE_SEEDS") then
+  SEEDS = { first = math.tointeger(tonumber(os.getenv("EUTAXY_RESTORE_FIRST_SEED") or "1")),
+            count = assert(math.tointeger(tonumber(os.getenv("EUTAXY_RESTORE_SEEDS"))),
+              "EUTAXY_RESTORE_SEEDS: a number") }
+end
+if not SEEDS.list then
+  SEEDS.list = {}
+  for i = 0, SEEDS.count - 1 do SEEDS.list[#SEEDS.list + 1] = SEEDS.first + i end
+end
+
+local function sh(command)
+  local out, err, code = process.run(command)
+  assert(code == 0, command .. ": " .. out .. err)
+  return out
+end
+
+local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local function scenario_files()
+  if VALGRIND then
+    return { "scenarios/alarm-double/billing.fixed.sim.lua", "scenarios/alarm-double/billing.sim.lua",
+             "scenarios/never-reached/redeem.fixed.sim.lua" }
+  end
+  local files = {}
+  for line in sh("find scenarios -name '*.sim.lua' | LC_ALL=C sort"):gmatch("[^\n]+") do files[#files + 1] = line end
+  return files
+end
+
+local ROOT = sh("mktemp -d -t eutaxy-restore.XXXXXX"):gsub("%s+$", "")
+
+-- ---- running both modes -------------------------------------------------
+
+-- Starts `eutaxy check ARGS --json`; the function it returns waits for it
+-- and returns what it did: the document (or nil), stdout, stderr, the exit
+-- code and the command.
+local function start(args)
+  local command = process.bin .. " check " .. args .. " --json"
+  local wait = process.start(command)
+  return function()
+    local out, err, code = wait()
+    local ok, doc = pcall(cjson.decode, out)
+    return { doc = ok and type(doc) == "table" and doc or nil, out = out, err = err, code = code, command = command }
+  end
+end
+
+-- The same check restored and with --no-restore, the two at once.
+local function both(args)
+  local finish_restored = start(args)
+  local finish_rebuilt = start(args .. " --no-restore")
+  return finish_restored(), finish_rebuilt()
+end
+
+local EXIT = { BOUNDED = 0, VIOLATED = 1, NONDETERMINISTIC = 1, INCONCLUSIVE = 3 }
+
+local DROPPED = { "elapsedMs", "elapsedMsSum", "worldsBuilt", "runsRewound" }
+
+local function comparable(doc)
+  local copy = {}
+  for k, v in pairs(doc) do copy[k] = v end
+  if type(doc.counts) == "table" then
+    copy.counts = {}
+    for k, v in pairs(doc.counts) do copy.counts[k] = v end
+    for _, field in ipairs(DROPPED) do copy.counts[field] = nil end
+  end
+  return copy
+end
+
+local function show(v)
+  if v == nil then return "absent" end
+  -- cjson reads every number as a float
+  if math.type(v) == "float" and math.tointeger(v) then v = math.tointeger(v) end
+  v = type(v) == "table" and cjson.encode(v) or tostring(v)
+  return #v > 200 and v:sub(1, 200) .. "..." or v
+end
+
+-- Every path where a and b differ, into out ("counts.turnChecks: 6 restored,
+-- 12 rebuilt").
+local function differences(a, b, path, out)
+  if type(a) == "table" and type(b) == "table" then
+    local keys = {}
+    for k in pairs(a) do keys[#keys + 1] = k end
+    for k in pairs(b) do if a[k] == nil then keys[#keys + 1] = k end end
+    table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+    for _, k in ipairs(keys) do
+      differences(a[k], b[k], path == "" and tostring(k) or path .. "." .. tostring(k), out)
+    end
+  elseif a ~= b then
+    out[#out + 1] = string.format("%s: %s restored, %s with --no-restore", path, show(a), show(b))
+  end
+  return out
+end
+
+local function describe_run(r)
+  return string.format("%s\n  exit %s, verdict %s%s", r.command, tostring(r.code),
+    r.doc and tostring(r.doc.verdict) or "-",
+    r.doc and "" or ("\n  stdout: " .. r.out:sub(1, 2000) .. "\n  stderr: " .. r.err:sub(1, 2000)))
+end
+
+local summary = { checks = 0, runs = 0, rewound = 0, built = 0, replays = 0, determinism = 0, verdicts = {} }
+
+-- Nil when the restored check r and the rebuilt one n agree, else why not.
+local function disagreement(r, n)
+  local both_runs = "restored: " .. describe_run(r) .. "\nrebuilt: " .. describe_run(n)
+  if not r.doc or not n.doc then return "a check gave no report\n" .. both_runs end
+  local rc, nc = r.doc.counts or {}, n.doc.counts or {}
+  local why = {}
+  if r.code ~= n.code then why[#why + 1] = string.format("exit %s restored, %s with --no-restore", r.code, n.code) end
+  -- the same wrong exit in both modes is no agreement (valgrind's 99 is one)
+  for _, run in ipairs({ r, n }) do
+    if run.code ~= EXIT[run.doc.verdict] then
+      why[#why + 1] = string.format("exit %s after %s: %s", run.code, show(run.doc.verdict), run.command)
+    end
+  end
+  differences(comparable(r.doc), comparable(n.doc), "", why)
+  if (rc.runs or 0) > 1 and not ((rc.runsRewound or 0) > 0) then
+    why[#why + 1] = string.format("the restored check ran %d runs and rewound none (counts.runsRewound %s)",
+      rc.runs, show(rc.runsRewound))
+  end
+  if not ((rc.worldsBuilt or 0) >= 1) then
+    why[#why + 1] = "the restored check built no world (counts.worldsBuilt " .. show(rc.worldsBuilt) .. ")"
+  end
+  if nc.worldsBuilt ~= 0 or nc.runsRewound ~= 0 then
+    why[#why + 1] = string.format("--no-restore kept a world: counts.worldsBuilt %s, counts.runsRewound %s",
+      show(nc.worldsBuilt), show(nc.runsRewound))
+  end
+  if #why > 0 then return table.concat(why, "\n") .. "\n" .. both_runs end
+  summary.checks = summary.checks + 1
+  summary.runs = summary.runs + (rc.runs or 0)
+  summary.rewound = summary.rewound + rc.runsRewound
+  summary.built = summary.built + rc.worldsBuilt
+  summary.verdicts[r.doc.verdict] = (summary.verdicts[r.doc.verdict] or 0) + 1
+  return nil
+end
+
+-- What went wrong (found: a list of paragraphs), raised at once, so one
+-- scenario reports every comparison that failed, not only the first.
+local function settle(found, where)
+  if #found > 0 then
+    error(where .. ": the restored check and --no-restore differ\n" .. table.concat(found, "\n\n"), 0)
+  end
+end
+
+-- Runs ARGS in both modes; notes in found what differs (under the heading
+-- what); returns the restored run.
+local function compare(args, what, found)
+  local r, n = both(args)
+  local why = disagreement(r, n)
+  if why then found[#found + 1] = what .. ":\n" .. why end
+  return r
+end
+
+-- The replay of a violation's schedule, in both modes.
+local function compare_replay(file, doc, found)
+  if type(doc.schedule) ~= "string" then
+    found[#found + 1] = "a violation without a schedule"
+    return
+  end
+  local r = compare(quote(file) .. " --replay " .. doc.schedule, "--replay " .. doc.schedule, found)
+  if r.doc and r.doc.verdict ~= "VIOLATED" then
+    found[#found + 1] = "its schedule replays as " .. tostring(r.doc.verdict) .. ": " .. describe_run(r)
+  end
+  summary.replays = summary.replays + 1
+end
+
+-- ---- the specs -------------------------------------------------------------
+
+describe("the restored check against --no-restore on the example scenarios", function()
+  for _, file in ipairs(scenario_files()) do
+    it("writes the same report for " .. file, function()
+      local found = {}
+      local r = compare(quote(file) .. NO_BUDGET, "the search", found)
+      if r.doc and r.doc.verdict == "VIOLATED" then compare_replay(file, r.doc, found) end
+      settle(found, file)
+    end)
+  end
+end)
+
+describe("the restored check against --no-restore on random scenarios", function()
+  for i, seed in ipairs(SEEDS.list) do
+    -- every fifth seed also without reduction, and every fifth (another)
+    -- with --check-determinism, which runs each schedule again in a world
+    -- built for it and compares: a rewound run with a fresh one
+    local full, twice = i % 5 == 1, i % 5 == 2
+    local title = generate.summary(generate.plan(seed)):gsub("^seed %d+: ", "")
+    it("writes the same report for random scenario " .. seed
+      .. (full and " (and with --no-reduction)" or twice and " (and with --check-determinism)" or "")
+      .. ": " .. title, function()
+      local dir = ROOT .. "/seed-" .. seed
+      local sim = dir .. "/por.sim.lua"
+      local found = {}
+      sh("mkdir -p " .. quote(dir))
+      generate.write(seed, dir)
+      local r = compare(quote(sim) .. " --end-states" .. NO_BUDGET, "the search", found)
+      if r.doc and r.doc.verdict == "VIOLATED" then compare_replay(sim, r.doc, found) end
+      if full then
+        r = compare(quote(sim) .. " --end-states --no-reduction" .. NO_BUDGET, "--no-reduction", found)
+        if r.doc and r.doc.counts and r.doc.counts.reduction ~= false then
+          found[#found + 1] = "--no-reduction ran with reduction " .. show(r.doc.counts.reduction)
+        end
+      end
+      if twice then
+        r = compare(quote(sim) .. " --check-determinism" .. NO_BUDGET, "--check-determinism", found)
+        if not r.doc or r.doc.verdict == "NONDETERMINISTIC" then
+          found[#found + 1] = "--check-determinism: a rewound run and a fresh one differ\n" .. describe_run(r)
+        end
+        summary.determinism = summary.determinism + 1
+      end
+      settle(found, string.format("seed %d (the project is kept in %s; or write it again with "
+        .. "%s run spec/fixtures/por-random/generate.lua %d DIR)", seed, dir, process.bin, seed))
+      sh("rm -rf " .. quote(dir))
+    end)
+  end
+
+  it("compared enough to mean something, and says how much", function()
+    local verdicts = {}
+    for v, k in pairs(summary.verdicts) do verdicts[#verdicts + 1] = k .. " " .. v end
+    table.sort(verdicts)
+    io.stdout:write(string.format("# restore: %d checks agreed (%s), %d with --check-determinism, %d replays; "
+      .. "restored, %d runs in all: %d rewound, %d worlds built\n", summary.checks, table.concat(verdicts, ", "),
+      summary.determinism, summary.replays, summary.runs, summary.rewound, summary.built))
+    if #SEEDS.list >= 50 then
+      assert.is_true((summary.verdicts.VIOLATED or 0) >= 5, "few checks VIOLATED")
+      assert.is_true(summary.rewound >= summary.runs // 2, summary.rewound .. " of " .. summary.runs .. " rewound")
+    end
+    -- a failing seed's project stays where its failure said
+    local _, _, kept = process.run("ls " .. quote(ROOT) .. " | grep -q seed-")
+    if kept ~= 0 then sh("rm -rf " .. quote(ROOT)) end
+  end)
+end)
