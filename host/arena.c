@@ -61,9 +61,11 @@ static size_t class_size(int c) {
 eu_arena *eu_arena_new(size_t limit) {
   size_t size;
   void *p;
-  /* Classes round a block up to twice its size at most. */
-  if (limit > (SIZE_MAX - HEADER) / 2 - 4096) return NULL;
-  size = (HEADER + limit * 2 + 4095) & ~(size_t)4095;
+  /* Classes round a block up to twice its size, and a freed block serves
+   * its own class only: a heap that moves through many sizes needs room
+   * past its limit. The range costs address space, not memory. */
+  if (limit > (SIZE_MAX - HEADER) / 4 - 4096) return NULL;
+  size = (HEADER + limit * 4 + 4095) & ~(size_t)4095;
   p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return NULL;
   ((eu_arena *)p)->limit = size;

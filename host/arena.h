@@ -20,8 +20,10 @@
 
 typedef struct eu_arena eu_arena;
 
-/* An arena that can hold at least limit bytes of blocks; NULL when the
- * address space cannot be had. */
+/* An arena of four times limit bytes; NULL when the address space cannot
+ * be had. limit bytes of blocks fit whatever their sizes were; a heap that
+ * frees blocks of one size and asks for another may run out before that
+ * (a freed block serves its own size class only). */
 eu_arena *eu_arena_new(size_t limit);
 void eu_arena_delete(eu_arena *a);
 /* Frees every block at once. */

@@ -153,7 +153,7 @@ int eu_trail_keep(eu_trail *t, const eu_chooser *c) {
   t->has_labels = c->labels_on;
   if (len && t->has_labels) {
     int n = len < c->caplabels ? len : c->caplabels;  /* order decisions past the last fault note none */
-    memcpy(t->labels, c->labels, (size_t)n * sizeof *t->labels);
+    if (n > 0) memcpy(t->labels, c->labels, (size_t)n * sizeof *t->labels);
     memset(t->labels + n, 0, (size_t)(len - n) * sizeof *t->labels);
   }
   return EU_OK;

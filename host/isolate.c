@@ -26,7 +26,8 @@
  * from chunks the isolate owns and kept on free lists: a Lua state makes and
  * frees many small objects, and an isolate is closed all at once, so this
  * is much cheaper than malloc for each. Sanitizer builds use malloc for
- * everything, so that ASan sees every block. */
+ * everything, so that ASan sees every block; an isolate in an arena (the
+ * checker's kept world) uses the arena's classes in every build. */
 #define EU_SMALL 512
 #define EU_CLASSES (EU_SMALL / 16)
 #define EU_CHUNK (64 * 1024)

@@ -88,6 +88,7 @@ typedef struct pnote {
  * chooser's place, the reducer's, the drive's state, the notes so far. */
 typedef struct rck {
   int pathlen, struck;
+  long checks;              /* the run's turn checks before it */
   uint64_t fault_set;
   eu_reducer_pos rpos;
   int has_rpos;
@@ -123,6 +124,7 @@ typedef struct xctx {
   int nreached;
   int probing;              /* noting sometimes: off while shrinking and replaying */
   long turn_checks;         /* calls of the turn function */
+  long run_checks;          /* of them, by the run in progress */
   /* this run, for the turn function */
   const eu_drive_answer *run_answers;
   uint64_t run_events;
@@ -153,6 +155,7 @@ typedef struct xctx {
   int rbroken;              /* a checkpoint failed: the world is not kept */
   long rebuilt, rewound, rsteps;  /* worlds built for runs, runs rewound, checkpoints taken */
   eu_drive rdrive;          /* the drive of the kept world's runs */
+  int restore_given_up;     /* an arena ran out: the rest of the search builds its worlds */
   eu_store **private;       /* stores of a run outside the kept world */
   int nprivate, capprivate;
 } xctx;
@@ -806,7 +809,10 @@ static void check_turn(void *ud, eu_world *w, const char *object, const char *ta
   turn_args a;
   if (eu_world_stopped(w) || x->broke_ref != LUA_NOREF || x->turn_err[0]) return;
   if (x->nalways == 0 && (!x->probing || x->nreached == x->nprobes)) return;
-  if (x->covering) x->turn_checks++;
+  if (x->covering) {
+    x->turn_checks++;
+    x->run_checks++;
+  }
   /* What the properties read is read by this step (reduce.h): the objects
    * through w:exec, the answers so far here. */
   eu_world_touch(w, EU_RES_DRIVE, 0);
@@ -1034,6 +1040,7 @@ static int at_step(void *ud) {
   k->struck = ch->struck;
   k->fault_set = ch->fault_set;
   k->nnotes = x->nnotes;
+  k->checks = x->run_checks;
   k->has_rpos = ch->red != NULL;
   eu_buf_reset(&k->drive);
   if (eu_world_checkpoint(x->rw) != EU_OK || (ch->red && eu_reducer_mark(ch->red, &k->rpos) != EU_OK) ||
@@ -1090,6 +1097,7 @@ static int start_kept(xctx *x, eu_chooser *ch, const eu_world_opts *o, uint64_t 
     }
     x->rw_events = events;
     x->rw_trace = trace;
+    x->run_checks = 0;
     x->nrcks = 0;
     x->rskip = 0;
     x->nnotes = 0;
@@ -1105,6 +1113,10 @@ static int start_kept(xctx *x, eu_chooser *ch, const eu_world_opts *o, uint64_t 
       return start_kept(x, ch, o, events, cap, trace, err, errlen);
     }
     x->nnotes = k->nnotes;
+    /* the checks before the checkpoint, as a run built for it makes them:
+     * none once only sometimes probes are looked at and all are reached */
+    x->run_checks = k->checks;
+    if (x->covering && (x->nalways > 0 || (x->probing && x->nreached < x->nprobes))) x->turn_checks += k->checks;
     x->nrcks = j + 1;
     x->rskip = 1;
     x->rewound++;
@@ -1163,6 +1175,7 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
     x->rch = NULL;
   } else {
     x->nnotes = 0;
+    x->run_checks = 0;
     if ((rc = eu_world_new(&w, &o, err, errlen)) != EU_OK) return rc;
     x->rebuilt++;
     answers = calloc((size_t)(d.n ? d.n : 1), sizeof *answers);
@@ -1197,6 +1210,16 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
   }
   forget_run(x);
   apply_notes(x);
+  if (kept && eu_faultsim_ooms() != ooms && !eu_faultsim_active) {
+    /* An arena ran out of room (its classes keep what was freed for
+     * blocks of the same size): the host's shortfall, not the scenario's.
+     * The schedule runs again in a world built for it, and so does every
+     * later one. */
+    drop_world(x);
+    x->restore = 0;
+    x->restore_given_up = 1;
+    return run_world(x, ch, events, cap, faults, trace, 0, err, errlen);
+  }
   if (kept) {
     if (eu_trail_keep(&x->rtrail, ch) != EU_OK) x->rbroken = 1;
     if (rc < 0 || x->rbroken) drop_world(x);

@@ -2303,6 +2303,9 @@ int eu_world_rewind(eu_world *w, int j) {
     so.marks = o->marks;
     so.nmarks = o->nmarks;
     so.capmarks = o->capmarks;
+    so.boot_img = o->boot_img;
+    so.boot_len = o->boot_len;
+    so.boot_wire_ref = o->boot_wire_ref;
     if (o->name != so.name) free(o->name);  /* learnt after j */
     *o = so;
   }
