@@ -65,7 +65,7 @@ args=(check "$scenario" --quiet)
 if [ -n "$random" ]; then args+=(--random "$random" --seed 1); fi
 
 # functions whose inclusive share says where a run's time goes (perf only)
-stack_names="eu_world_new eu_isolate_new luaL_openlibs lua_load construct searcher run_turn eu_store_step sqlite3_step eu_clone_encode eu_clone_decode eu_world_free"
+stack_names="eu_world_new eu_isolate_new luaL_openlibs lua_load construct searcher run_turn eu_store_step sqlite3_step eu_clone_encode eu_clone_decode eu_world_free save_object eu_world_checkpoint eu_world_rewind eu_heapprint evaluate"
 
 # first N lines of stdin; reads all of it, so no SIGPIPE under pipefail
 first() { sed -n "1,${1}p"; }

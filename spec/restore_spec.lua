@@ -21,7 +21,7 @@
 -- only would make the counts differ for the clock's sake.
 --
 -- EUTAXY_RESTORE_SEEDS=N and EUTAXY_RESTORE_FIRST_SEED=S run N seeds from
--- S instead of the default 60 from 1 (the sanitizer build runs 20, see
+-- S instead of the default 60 from 1 (the sanitizer build runs 10, see
 -- CMakeLists.txt). A failing seed's project is kept where the failure says,
 -- with the commands that rerun it.
 local process = dofile("spec/helpers/process.lua")
