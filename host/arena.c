@@ -28,7 +28,7 @@ struct eu_arena {
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
-#define POPULATE ((size_t)256 * 1024)
+#define POPULATE ((size_t)64 * 1024)
 
 /* Pages asked for a run at a time cost a fraction of pages taken one
  * fault at a time (on a virtual machine, tens of microseconds each); where
@@ -132,6 +132,11 @@ void eu_arena_load(eu_arena *a, const void *from, size_t len) {
   memcpy(a, from, len);
   a->limit = limit;
   a->ready = ready;
+}
+
+void eu_prefault(void *p, size_t n) {
+  uintptr_t from = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, to = ((uintptr_t)p + n) & ~(uintptr_t)4095;
+  if (to > from) madvise((void *)from, to - from, MADV_POPULATE_WRITE);
 }
 
 void *eu_arena_first(eu_arena *a) { return (char *)a + HEADER; }

@@ -74,6 +74,7 @@ typedef struct point {
 /* What the kept world's checkpoints may hold, past which a run's deeper
  * steps are run again when a later run needs them rather than kept. */
 #define EU_CHECKPOINT_BUDGET ((size_t)256 << 20)
+#define EU_CHECKPOINTS_DENSE 64
 
 /* A fault point noted by the run in progress: applied to the points when
  * the run ends, so that a run that starts at a checkpoint has what the
@@ -94,6 +95,7 @@ typedef struct rck {
   int has_rpos;
   eu_buf drive;
   int nnotes;
+  long rstep;
 } rck;
 
 typedef struct xctx {
@@ -154,6 +156,7 @@ typedef struct xctx {
   int rskip;                /* the run starts at a checkpoint it need not take again */
   int rbroken;              /* a checkpoint failed: the world is not kept */
   long rebuilt, rewound, rsteps;  /* worlds built for runs, runs rewound, checkpoints taken */
+  long rstep;               /* steps of the run that could have had a checkpoint */
   eu_drive rdrive;          /* the drive of the kept world's runs */
   int restore_given_up;     /* an arena ran out: the rest of the search builds its worlds */
   eu_store **private;       /* stores of a run outside the kept world */
@@ -1021,6 +1024,16 @@ static int at_step(void *ud) {
   if ((!eu_world_decisions_ahead(x->rw) && !eu_drive_waiting(&x->rdrive, &x->rst)) ||
       eu_world_checkpoint_bytes(x->rw) > EU_CHECKPOINT_BUDGET)
     return EU_OK;
+  /* A deep run keeps every step's checkpoint up to EU_CHECKPOINTS_DENSE,
+   * then one in 2, 4, 8, ... steps, doubling every EU_CHECKPOINTS_DENSE / 2
+   * checkpoints: a run that starts there runs a few steps again, and a
+   * deep search keeps memory and savepoints in proportion. */
+  x->rstep++;
+  if (x->nrcks >= EU_CHECKPOINTS_DENSE) {
+    int shift = 1 + (x->nrcks - EU_CHECKPOINTS_DENSE) / (EU_CHECKPOINTS_DENSE / 2);
+    if (shift > 20) shift = 20;
+    if (x->rstep % (1L << shift) != 0) return EU_OK;
+  }
   if (x->nrcks == x->caprcks) {
     int cap = x->caprcks ? x->caprcks * 2 : 32, i;
     rck *a = realloc(x->rcks, (size_t)cap * sizeof *a);
@@ -1041,6 +1054,7 @@ static int at_step(void *ud) {
   k->fault_set = ch->fault_set;
   k->nnotes = x->nnotes;
   k->checks = x->run_checks;
+  k->rstep = x->rstep;
   k->has_rpos = ch->red != NULL;
   eu_buf_reset(&k->drive);
   if (eu_world_checkpoint(x->rw) != EU_OK || (ch->red && eu_reducer_mark(ch->red, &k->rpos) != EU_OK) ||
@@ -1098,6 +1112,7 @@ static int start_kept(xctx *x, eu_chooser *ch, const eu_world_opts *o, uint64_t 
     x->rw_events = events;
     x->rw_trace = trace;
     x->run_checks = 0;
+    x->rstep = 0;
     x->nrcks = 0;
     x->rskip = 0;
     x->nnotes = 0;
@@ -1116,6 +1131,7 @@ static int start_kept(xctx *x, eu_chooser *ch, const eu_world_opts *o, uint64_t 
     /* the checks before the checkpoint, as a run built for it makes them:
      * none once only sometimes probes are looked at and all are reached */
     x->run_checks = k->checks;
+    x->rstep = k->rstep;
     if (x->covering && (x->nalways > 0 || (x->probing && x->nreached < x->nprobes))) x->turn_checks += k->checks;
     x->nrcks = j + 1;
     x->rskip = 1;

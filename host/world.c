@@ -2149,6 +2149,7 @@ static void save_object(eu_world *w, eu_object *o) {
       w->ck_bytes += n - e->cap;
       e->img = img;
       e->cap = n;
+      eu_prefault(img, n);
     }
     eu_arena_save(o->arena, e->img);
     e->len = n;
