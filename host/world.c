@@ -2099,16 +2099,24 @@ int eu_world_nresident(eu_world *w) { return w->nresident; }
  * it was then, so a rewind only puts back the objects that have an image
  * or a savepoint from that checkpoint on. */
 
+/* Room for one more element in *a (n of *cap used), new ones zeroed;
+ * 0 when memory ran out. */
+static int room(void **a, int n, int *cap, size_t size) {
+  int c;
+  void *p;
+  if (n < *cap) return 1;
+  c = *cap ? *cap * 2 : 8;
+  if (!(p = realloc(*a, (size_t)c * size))) return 0;
+  memset((char *)p + (size_t)*cap * size, 0, (size_t)(c - *cap) * size);
+  *a = p;
+  *cap = c;
+  return 1;
+}
+
 static void store_mark(eu_world *w, eu_object *o) {
-  if (o->nmarks == o->capmarks) {
-    int cap = o->capmarks ? o->capmarks * 2 : 8;
-    ck_mark *a = realloc(o->marks, (size_t)cap * sizeof *a);
-    if (!a) {
-      w->ck_broken = 1;
-      return;
-    }
-    o->marks = a;
-    o->capmarks = cap;
+  if (!room((void **)&o->marks, o->nmarks, &o->capmarks, sizeof *o->marks)) {
+    w->ck_broken = 1;
+    return;
   }
   if (eu_store_checkpoint(o->store) != EU_OK) {
     w->ck_broken = 1;
@@ -2124,16 +2132,9 @@ static void save_object(eu_world *w, eu_object *o) {
   ck_img *e;
   if (!w->ck_on || w->ncks == 0 || o->ck_seen == w->ck_serial) return;
   o->ck_seen = w->ck_serial;
-  if (o->nimgs == o->capimgs) {
-    int cap = o->capimgs ? o->capimgs * 2 : 8;
-    ck_img *a = realloc(o->imgs, (size_t)cap * sizeof *a);
-    if (!a) {
-      w->ck_broken = 1;
-      return;
-    }
-    memset(a + o->capimgs, 0, (size_t)(cap - o->capimgs) * sizeof *a);
-    o->imgs = a;
-    o->capimgs = cap;
+  if (!room((void **)&o->imgs, o->nimgs, &o->capimgs, sizeof *o->imgs)) {
+    w->ck_broken = 1;
+    return;
   }
   e = &o->imgs[o->nimgs];
   e->depth = w->ck_depth;

@@ -11,7 +11,6 @@
 -- says, with the commands that rerun it; the generator writes it again:
 --   eutaxy run spec/fixtures/por-random/generate.lua SEED DIR
 local process = dofile("spec/helpers/process.lua")
-local cjson = require "cjson"
 local generate = dofile("spec/fixtures/por-random/generate.lua")
 
 -- Under valgrind (EUTAXY_VALGRIND, see CMakeLists.txt) every run is about 30
@@ -36,13 +35,7 @@ end
 -- (Not at once: a violation is shrunk until the budget ends.)
 local RETRY_BUDGET = VALGRIND and 600000 or 60000
 
-local function sh(command)
-  local out, err, code = process.run(command)
-  assert(code == 0, command .. ": " .. out .. err)
-  return out
-end
-
-local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local sh, quote = process.sh, process.quote
 
 local ROOT = sh("mktemp -d -t eutaxy-por.XXXXXX"):gsub("%s+$", "")
 
@@ -50,12 +43,10 @@ local ROOT = sh("mktemp -d -t eutaxy-por.XXXXXX"):gsub("%s+$", "")
 -- document (or nil), stdout, stderr and the exit code. Two started before
 -- either is finished run at once.
 local function start(args)
-  local command = process.bin .. " check " .. args .. " --json"
-  local wait = process.start(command)
+  local finish = process.start_check(args)
   return function()
-    local out, err, code = wait()
-    local ok, doc = pcall(cjson.decode, out)
-    return ok and type(doc) == "table" and doc or nil, out, err, code, command
+    local r = finish()
+    return r.doc, r.out, r.err, r.code, r.command
   end
 end
 

@@ -49,13 +49,7 @@ if not SEEDS.list then
   for i = 0, SEEDS.count - 1 do SEEDS.list[#SEEDS.list + 1] = SEEDS.first + i end
 end
 
-local function sh(command)
-  local out, err, code = process.run(command)
-  assert(code == 0, command .. ": " .. out .. err)
-  return out
-end
-
-local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local sh, quote = process.sh, process.quote
 
 local function scenario_files()
   if VALGRIND then
@@ -71,18 +65,8 @@ local ROOT = sh("mktemp -d -t eutaxy-restore.XXXXXX"):gsub("%s+$", "")
 
 -- ---- running both modes -------------------------------------------------
 
--- Starts `eutaxy check ARGS --json`; the function it returns waits for it
--- and returns what it did: the document (or nil), stdout, stderr, the exit
--- code and the command.
-local function start(args)
-  local command = process.bin .. " check " .. args .. " --json"
-  local wait = process.start(command)
-  return function()
-    local out, err, code = wait()
-    local ok, doc = pcall(cjson.decode, out)
-    return { doc = ok and type(doc) == "table" and doc or nil, out = out, err = err, code = code, command = command }
-  end
-end
+-- Starts `eutaxy check ARGS --json` (process.start_check).
+local start = process.start_check
 
 -- The same check restored and with --no-restore, the two at once.
 local function both(args)

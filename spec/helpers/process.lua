@@ -31,6 +31,36 @@ function process.start(command)
   end
 end
 
+--- Runs a shell command that must succeed; returns its stdout.
+---@param command string
+---@return string
+function process.sh(command)
+  local out, err, code = process.run(command)
+  assert(code == 0, command .. ": " .. out .. err)
+  return out
+end
+
+--- s as one shell word, whatever it holds.
+---@param s string
+---@return string
+function process.quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+--- Starts `eutaxy check ARGS --json`; the function it returns waits for it
+--- and returns what it did: the document (or nil when stdout is not one),
+--- stdout, stderr, the exit code and the command.
+---@param args string
+---@return fun(): { doc: table|nil, out: string, err: string, code: integer, command: string }
+function process.start_check(args)
+  local cjson = require "cjson"
+  local command = process.bin .. " check " .. args .. " --json"
+  local wait = process.start(command)
+  return function()
+    local out, err, code = wait()
+    local ok, doc = pcall(cjson.decode, out)
+    return { doc = ok and type(doc) == "table" and doc or nil, out = out, err = err, code = code, command = command }
+  end
+end
+
 --- The whole of a file, as bytes.
 ---@param path string
 ---@return string
