@@ -65,9 +65,13 @@ static int seen_add(const void *p) {
   return 1;
 }
 
-/* A value's identity: its contents for what has no identity of its own. */
-static uint64_t vid(lua_State *L, int i) {
-  int t = lua_type(L, i);
+/* A value's identity (its contents, for what has no identity of its own),
+ * and, for a table, function, userdata or thread not queued before, the
+ * value queued on W: one look at its type and address for both. *ok
+ * becomes 0 when W cannot grow or the seen set cannot. */
+static uint64_t vq(lua_State *L, lua_State *W, int i, int *ok) {
+  int t = lua_type(L, i), fresh;
+  const void *p;
   switch (t) {
   case LUA_TNIL: return 1;
   case LUA_TBOOLEAN: return 2 + (uint64_t)lua_toboolean(L, i);
@@ -80,25 +84,20 @@ static uint64_t vid(lua_State *L, int i) {
       return eu_mix64(5, b);
     }
   case LUA_TLIGHTUSERDATA: return eu_mix64(6, (uint64_t)(uintptr_t)lua_touserdata(L, i));
-  default: return eu_mix64(8 + (uint64_t)t, (uint64_t)(uintptr_t)lua_topointer(L, i));
+  case LUA_TSTRING: return eu_mix64(8 + (uint64_t)t, (uint64_t)(uintptr_t)lua_topointer(L, i));
+  default:
+    p = lua_topointer(L, i);
+    if ((fresh = seen_add(p)) < 0) *ok = 0;
+    else if (fresh) {
+      if (!lua_checkstack(W, 1)) {
+        *ok = 0;
+      } else {
+        lua_pushvalue(L, i);
+        lua_xmove(L, W, 1);
+      }
+    }
+    return eu_mix64(8 + (uint64_t)t, (uint64_t)(uintptr_t)p);
   }
-}
-
-static int expandable(lua_State *L, int i) {
-  int t = lua_type(L, i);
-  return t == LUA_TTABLE || t == LUA_TFUNCTION || t == LUA_TUSERDATA || t == LUA_TTHREAD;
-}
-
-/* Queues the value at L's index i on W, unless it was queued before; 0
- * when W cannot grow. */
-static int queue(lua_State *L, lua_State *W, int i) {
-  int fresh;
-  if (!expandable(L, i)) return 1;
-  if ((fresh = seen_add(lua_topointer(L, i))) <= 0) return fresh == 0;
-  if (!lua_checkstack(W, 1) || !lua_checkstack(L, 1)) return 0;
-  lua_pushvalue(L, i);
-  lua_xmove(L, W, 1);
-  return 1;
 }
 
 static int make_work(lua_State *L) {
@@ -110,15 +109,15 @@ static int make_work(lua_State *L) {
 /* The object at L's top; *h gets its print. 0 when the walk cannot go on. */
 static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(void *, lua_State *),
                  void *ud, uint64_t *h) {
-  int top = lua_gettop(L), n;
+  int top = lua_gettop(L), n, ok = 1;
   const void *p = lua_topointer(L, top);
   uint64_t sum = 0;
   switch (lua_type(L, top)) {
   case LUA_TTABLE:
     if (lua_getmetatable(L, top)) {
-      sum = eu_mix64(sum, vid(L, -1));
-      if (!queue(L, W, -1)) return 0;
+      sum = eu_mix64(sum, vq(L, W, -1, &ok));
       lua_pop(L, 1);
+      if (!ok) return 0;
     }
     lua_pushnil(L);
     while (lua_next(L, top)) {
@@ -128,15 +127,18 @@ static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(v
         lua_pop(L, 1);
         continue;
       }
-      sum += eu_mix64(vid(L, -2), eu_mix64(vid(L, -1), 0x7ab1e));
-      if (!queue(L, W, -2) || !queue(L, W, -1)) return 0;
+      {
+        uint64_t k = vq(L, W, -2, &ok), v = vq(L, W, -1, &ok);
+        sum += eu_mix64(k, eu_mix64(v, 0x7ab1e));
+      }
+      if (!ok) return 0;
       lua_pop(L, 1);
     }
     break;
   case LUA_TFUNCTION:
     for (n = 1; lua_getupvalue(L, top, n) != NULL; n++) {
-      sum = eu_mix64(sum, eu_mix64((uint64_t)(uintptr_t)lua_upvalueid(L, top, n), vid(L, -1)));
-      if (!queue(L, W, -1)) return 0;
+      sum = eu_mix64(sum, eu_mix64((uint64_t)(uintptr_t)lua_upvalueid(L, top, n), vq(L, W, -1, &ok)));
+      if (!ok) return 0;
       lua_pop(L, 1);
     }
     break;
@@ -146,15 +148,14 @@ static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(v
     size_t k;
     for (k = 0; b && k < len && k < 256; k++) sum = eu_mix64(sum, b[k]);
     if (lua_getmetatable(L, top)) {
-      sum = eu_mix64(sum, vid(L, -1));
-      if (!queue(L, W, -1)) return 0;
+      sum = eu_mix64(sum, vq(L, W, -1, &ok));
       lua_pop(L, 1);
     }
-    for (n = 1; lua_getiuservalue(L, top, n) != LUA_TNONE; n++) {
-      sum = eu_mix64(sum, vid(L, -1));
-      if (!queue(L, W, -1)) return 0;
+    for (n = 1; ok && lua_getiuservalue(L, top, n) != LUA_TNONE; n++) {
+      sum = eu_mix64(sum, vq(L, W, -1, &ok));
       lua_pop(L, 1);
     }
+    if (!ok) return 0;
     lua_pop(L, 1);
     break;
   }
@@ -165,12 +166,9 @@ static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(v
     if (th == L || th == W || (skip && skip(ud, th))) break;
     sum = eu_mix64((uint64_t)lua_status(th), (uint64_t)lua_gettop(th));
     for (i = 1; i <= lua_gettop(th); i++) {
-      sum = eu_mix64(sum, vid(th, i));
-      if (expandable(th, i) && seen_add(lua_topointer(th, i)) > 0) {
-        if (!lua_checkstack(th, 1) || !lua_checkstack(W, 1)) return 0;
-        lua_pushvalue(th, i);
-        lua_xmove(th, W, 1);
-      }
+      if (!lua_checkstack(th, 1)) return 0;
+      sum = eu_mix64(sum, vq(th, W, i, &ok));
+      if (!ok) return 0;
     }
     for (level = 0; lua_getstack(th, level, &ar); level++)
       if (lua_getinfo(th, "l", &ar)) sum = eu_mix64(sum, (uint64_t)(ar.currentline + 1));
