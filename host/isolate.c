@@ -88,29 +88,19 @@ static int within(eu_isolate *iso, size_t old, size_t nsize) {
   return used <= iso->mem_limit + iso->reserve;
 }
 
+/* The isolate's heap: resizes a block of old bytes to n (n 0 frees it,
+ * ptr NULL makes one), returning NULL and keeping ptr when out of memory.
+ * An arena's when the isolate has one; else malloc's (sanitizer builds)
+ * or size classes carved from chunks. */
 #if defined(EU_PLAIN_MALLOC)
 
-static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  eu_isolate *iso = ud;
-  size_t old = ptr ? osize : 0;
-  void *p;
-  if (nsize == 0) {
+static void *heap(eu_isolate *iso, void *ptr, size_t old, size_t n) {
+  if (iso->arena) return eu_arena_realloc(iso->arena, ptr, old, n);
+  if (n == 0) {
     free(ptr);
-    iso->mem -= old;
     return NULL;
   }
-  if (!ptr && osize == LUA_TSTRING) eu_sandbox_charge_alloc(&iso->meter, nsize);
-  if (nsize > old) {
-    if (!within(iso, old, nsize)) return NULL;  /* the user's limit */
-    if (eu_faultsim_alloc()) {
-      eu_faultsim_note_oom();
-      return NULL;
-    }
-  }
-  p = realloc(ptr, nsize);
-  if (p) iso->mem = iso->mem - old + nsize;
-  else eu_faultsim_note_oom();  /* the machine's */
-  return p;
+  return realloc(ptr, n);
 }
 
 static void free_chunks(eu_isolate *iso) { (void)iso; }
@@ -146,40 +136,22 @@ static void small_put(eu_isolate *iso, void *p, size_t n) {
   iso->free_list[c] = p;
 }
 
-static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  eu_isolate *iso = ud;
-  size_t old = ptr ? osize : 0;
+static void *heap(eu_isolate *iso, void *ptr, size_t old, size_t n) {
   void *p;
-  if (nsize == 0) {
-    if (ptr) {
-      if (old <= EU_SMALL) small_put(iso, ptr, old);
-      else free(ptr);
-    }
-    iso->mem -= old;
+  if (iso->arena) return eu_arena_realloc(iso->arena, ptr, old, n);
+  if (n == 0) {
+    if (ptr && old <= EU_SMALL) small_put(iso, ptr, old);
+    else free(ptr);
     return NULL;
   }
-  if (!ptr && osize == LUA_TSTRING) eu_sandbox_charge_alloc(&iso->meter, nsize);
-  if (nsize > old) {
-    if (!within(iso, old, nsize)) return NULL;  /* the user's limit */
-    if (eu_faultsim_alloc()) {
-      eu_faultsim_note_oom();
-      return NULL;
-    }
+  if (ptr && old > EU_SMALL && n > EU_SMALL) return realloc(ptr, n);
+  if (ptr && old <= EU_SMALL && n <= EU_SMALL && size_class(old) == size_class(n)) return ptr;
+  p = n <= EU_SMALL ? small_get(iso, n) : malloc(n);
+  if (p && ptr) {
+    memcpy(p, ptr, old < n ? old : n);
+    if (old <= EU_SMALL) small_put(iso, ptr, old);
+    else free(ptr);
   }
-  if (ptr && old > EU_SMALL && nsize > EU_SMALL) {
-    p = realloc(ptr, nsize);
-  } else if (ptr && old <= EU_SMALL && nsize <= EU_SMALL && size_class(old) == size_class(nsize)) {
-    p = ptr;
-  } else {
-    p = nsize <= EU_SMALL ? small_get(iso, nsize) : malloc(nsize);
-    if (p && ptr) {
-      memcpy(p, ptr, old < nsize ? old : nsize);
-      if (old <= EU_SMALL) small_put(iso, ptr, old);
-      else free(ptr);
-    }
-  }
-  if (p) iso->mem = iso->mem - old + nsize;
-  else eu_faultsim_note_oom();  /* the machine's */
   return p;
 }
 
@@ -193,27 +165,26 @@ static void free_chunks(eu_isolate *iso) {
 
 #endif
 
-/* An isolate in an arena: every block, and the handle, are the arena's. */
-static void *arena_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   eu_isolate *iso = ud;
   size_t old = ptr ? osize : 0;
   void *p;
   if (nsize == 0) {
-    eu_arena_free(iso->arena, ptr, old);
+    if (ptr) heap(iso, ptr, old, 0);
     iso->mem -= old;
     return NULL;
   }
   if (!ptr && osize == LUA_TSTRING) eu_sandbox_charge_alloc(&iso->meter, nsize);
   if (nsize > old) {
-    if (!within(iso, old, nsize)) return NULL;
+    if (!within(iso, old, nsize)) return NULL;  /* the user's limit */
     if (eu_faultsim_alloc()) {
       eu_faultsim_note_oom();
       return NULL;
     }
   }
-  p = eu_arena_realloc(iso->arena, ptr, old, nsize);
+  p = heap(iso, ptr, old, nsize);
   if (p) iso->mem = iso->mem - old + nsize;
-  else eu_faultsim_note_oom();
+  else eu_faultsim_note_oom();  /* the machine's */
   return p;
 }
 
@@ -334,7 +305,7 @@ int eu_isolate_new(eu_isolate **out, const eu_isolate_opts *o, char *err, size_t
   iso->mem_limit = o->mem_limit ? o->mem_limit : EU_ISOLATE_MEM_DEFAULT;
   iso->ud = o->ud;
   iso->log = o->log;
-  L = lua_newstate(iso->arena ? arena_alloc : alloc, iso);
+  L = lua_newstate(alloc, iso);
   if (!L) {
     if (!iso->arena) {
       free_chunks(iso);

@@ -392,6 +392,22 @@ static void build_snapshots(lua_State *L, xctx *x) {
  * back when the run ends: no run reopens a database or prepares its
  * statements again. */
 
+/* A new database with the object's setup in it, or NULL. */
+static eu_store *open_setup(xctx *x, int ns, const char *hex, char *err, size_t errlen) {
+  eu_store *s;
+  int i;
+  if (eu_store_open(&s, NULL, err, errlen) != EU_OK) return NULL;
+  for (i = 0; i < x->nsnaps; i++) {
+    snapshot *sn = &x->snaps[i];
+    if (sn->ns == ns && strcmp(sn->hex, hex) == 0 && eu_store_restore(s, sn->image, sn->len) != EU_OK) {
+      eu_err(err, errlen, EU_ESQL, "restoring the setup: %s", eu_store_errmsg(s));
+      eu_store_close(s);
+      return NULL;
+    }
+  }
+  return s;
+}
+
 static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, size_t errlen) {
   xctx *x = ud;
   pooled *p;
@@ -418,16 +434,7 @@ static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, siz
   memset(p, 0, sizeof *p);
   p->ns = ns;
   snprintf(p->hex, sizeof p->hex, "%s", hex);
-  if (eu_store_open(&p->store, NULL, err, errlen) != EU_OK) return NULL;
-  for (i = 0; i < x->nsnaps; i++) {
-    snapshot *sn = &x->snaps[i];
-    if (sn->ns == ns && strcmp(sn->hex, hex) == 0 &&
-        eu_store_restore(p->store, sn->image, sn->len) != EU_OK) {
-      eu_err(err, errlen, EU_ESQL, "restoring the setup: %s", eu_store_errmsg(p->store));
-      eu_store_close(p->store);
-      return NULL;
-    }
-  }
+  if (!(p->store = open_setup(x, ns, hex, err, errlen))) return NULL;
   if (eu_store_baseline_begin(p->store) != EU_OK) {
     eu_err(err, errlen, EU_ESQL, "%s", eu_store_errmsg(p->store));
     eu_store_close(p->store);
@@ -970,7 +977,6 @@ static int evaluate(xctx *x, eu_world *w, const eu_drive_answer *answers, uint64
 static eu_store *provide_private(void *ud, int ns, const char *hex, char *err, size_t errlen) {
   xctx *x = ud;
   eu_store *s, **a;
-  int i;
   if (x->nprivate == x->capprivate) {
     int cap = x->capprivate ? x->capprivate * 2 : 8;
     if (!(a = realloc(x->private, (size_t)cap * sizeof *a))) {
@@ -980,15 +986,7 @@ static eu_store *provide_private(void *ud, int ns, const char *hex, char *err, s
     x->private = a;
     x->capprivate = cap;
   }
-  if (eu_store_open(&s, NULL, err, errlen) != EU_OK) return NULL;
-  for (i = 0; i < x->nsnaps; i++) {
-    snapshot *sn = &x->snaps[i];
-    if (sn->ns == ns && strcmp(sn->hex, hex) == 0 && eu_store_restore(s, sn->image, sn->len) != EU_OK) {
-      eu_err(err, errlen, EU_ESQL, "restoring the setup: %s", eu_store_errmsg(s));
-      eu_store_close(s);
-      return NULL;
-    }
-  }
+  if (!(s = open_setup(x, ns, hex, err, errlen))) return NULL;
   x->private[x->nprivate++] = s;
   return s;
 }
