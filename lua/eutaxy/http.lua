@@ -17,6 +17,7 @@ local json = setmetatable({}, { __index = function(_, k) return require("eutaxy.
 local url = require "eutaxy.url"
 
 local type, tostring, setmetatable, getmetatable = type, tostring, setmetatable, getmetatable
+local string_byte = string.byte
 local ipairs, next, pairs = ipairs, next, pairs
 local math_type, math_tointeger = math.type, math.tointeger
 
@@ -49,7 +50,10 @@ local function check_value(where, name, value)
     fail(where .. ": the value of header " .. name .. " must be a string, got " .. vt)
   end
   -- fetch trims surrounding whitespace; line breaks would split the header.
-  value = value:gsub("^[ \t]+", ""):gsub("[ \t]+$", "")
+  local first, last = string_byte(value, 1), string_byte(value, -1)
+  if first == 32 or first == 9 or last == 32 or last == 9 then
+    value = value:gsub("^[ \t]+", ""):gsub("[ \t]+$", "")
+  end
   if value:find("[\r\n%z]") then
     fail(where .. ": the value of header " .. name .. " contains a line break or NUL")
   end

@@ -115,10 +115,10 @@ local function bytewise_less(a, b)
   return #a < #b
 end
 
--- Inside an isolate os.setlocale raises (no isolate may change the
--- process's locale): bytewise is then always right. It is asked each time
--- rather than remembered, so an encode changes nothing the worker's
--- requests share (host/heapprint.h).
+-- Inside an isolate os.setlocale only answers what the locale is (no
+-- isolate may change the process's); where it raises, bytewise is always
+-- right. It is asked each time rather than remembered, so an encode changes
+-- nothing the worker's requests share (host/heapprint.h).
 local setlocale = os and os.setlocale
 
 local function key_order()
