@@ -252,6 +252,7 @@ static void read_world(lua_State *L, xctx *x) {
     lua_geti(L, -1, i + 1);
     x->bindings[i].name = opt_str(L, lua_gettop(L), "name");
     x->bindings[i].class_name = opt_str(L, lua_gettop(L), "class_name");
+    x->bindings[i].entry = opt_str(L, lua_gettop(L), "entry");  /* a service's module */
     x->alarm_caps[i] = (int)opt_int(L, lua_gettop(L), "alarms", 0);
     if (!x->bindings[i].name || !x->bindings[i].class_name)
       luaL_error(L, "core.explore: bindings[%d] needs name and class_name", i + 1);
@@ -916,6 +917,10 @@ static int push_run(lua_State *L) {
   if (eu_world_uncaught(a->w)) {
     lua_pushstring(L, eu_world_uncaught(a->w));
     lua_setfield(L, -2, "uncaught");
+  }
+  if (eu_world_undeclared(a->w)) {
+    lua_pushstring(L, eu_world_undeclared(a->w));
+    lua_setfield(L, -2, "undeclared");
   }
   lua_pushboolean(L, a->settled);
   lua_setfield(L, -2, "settled");

@@ -120,6 +120,46 @@ static int c_call(lua_State *L) {
   return lua_yield(L, 0);
 }
 
+/* fetch(origin, wire request) -> yields; resumed with (ok, wire response | wire error).
+ * nil and a message, without yielding, for an origin that is no service the
+ * world was given (sim.service): the caller raises it where the user called. */
+static int c_fetch(lua_State *L) {
+  eu_world *w = eu_world_of(L);
+  const char *origin = luaL_checkstring(L, 1);
+  int ns = eu_world_binding(w, origin);
+  eu_task *t = need_task(L, "eutaxy.fetch");
+  char err[EU_ERRLEN], hex[65];
+  eu_buf b;
+  char *payload;
+  size_t len;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (!eu_world_is_service(w, ns)) {
+    eu_buf_init(&b);
+    lua_pushnil(L);
+    lua_pushfstring(L, "eutaxy.fetch: no service answers %s in this world (services: %s). Outbound calls "
+                    "reach only the services a scenario declares (sim.service) or a world is given "
+                    "(services); eutaxy serve makes no outbound calls yet",
+                    origin, eu_world_services(w, &b));
+    eu_buf_free(&b);
+    eu_world_note_undeclared(w, lua_tostring(L, -1));
+    return 2;
+  }
+  if (eu_world_id_from_name(w, ns, origin, strlen(origin), hex) != EU_OK)
+    return luaL_error(L, "eutaxy.fetch: out of memory");
+  eu_buf_init(&b);
+  if (eu_clone_encode(L, 2, 1, &b, err, sizeof err) != EU_OK) {
+    eu_buf_free(&b);
+    return luaL_error(L, "eutaxy.fetch: the request cannot be sent: %s", err);
+  }
+  payload = eu_buf_take(&b, &len);
+  if (eu_task_call(t, ns, hex, origin, strlen(origin), payload, len, "fetch") != EU_OK) {
+    lua_pushboolean(L, 0);
+    lua_pushfstring(L, "cannot fetch from %s", origin);
+    return 2;
+  }
+  return lua_yield(L, 0);
+}
+
 static int c_in_invocation(lua_State *L) {
   lua_pushboolean(L, eu_world_running(L) != NULL);
   return 1;
@@ -222,6 +262,7 @@ static const luaL_Reg isolate_funcs[] = {
   {"now", c_now},
   {"sleep", c_sleep},
   {"call", c_call},
+  {"fetch", c_fetch},
   {"in_invocation", c_in_invocation},
   {"uuid", c_uuid},
   {"id_from_name", c_id_from_name},
@@ -266,7 +307,7 @@ static const char *opt_string(lua_State *L, int t, const char *field, int requir
   return s;
 }
 
-/* core.world{ entry=, libdir=, projectdir=, bindings = { {name=, class_name=}, ... },
+/* core.world{ entry=, libdir=, projectdir=, bindings = { {name=, class_name=, entry=}, ... },
  *             seed=, start=, cpuLimit=, memLimit=, echo= } */
 static int l_world(lua_State *L) {
   eu_world_opts o;
@@ -308,7 +349,11 @@ static int l_world(lua_State *L) {
         return luaL_error(L, "eutaxy.core.world: bindings[%d] needs name and class_name", i + 1);
       b[i].name = lua_tostring(L, -2);
       b[i].class_name = lua_tostring(L, -1);
-      lua_pop(L, 3);
+      lua_getfield(L, -3, "entry");  /* a service's module */
+      if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
+        return luaL_error(L, "eutaxy.core.world: bindings[%d].entry must be a string", i + 1);
+      b[i].entry = lua_tostring(L, -1);
+      lua_pop(L, 4);
     }
   }
   o.bindings = b;

@@ -1429,6 +1429,7 @@ static int l_serve(lua_State *L) {
   lua_getfield(L, 1, "bindings");  /* 2 */
   n = lua_istable(L, 2) ? (int)luaL_len(L, 2) : 0;
   bs = lua_newuserdatauv(L, sizeof *bs * (size_t)(n ? n : 1), 0);  /* 3: freed by the GC */
+  memset(bs, 0, sizeof *bs * (size_t)(n ? n : 1));  /* serve has no services */
   for (i = 0; i < n; i++) {
     lua_geti(L, 2, i + 1);
     lua_getfield(L, -1, "name");

@@ -167,6 +167,7 @@ struct eu_world {
   int capped, stopped;
   int arrived;        /* the tag + 1 of the arrival the last step dispatched, or 0 */
   char *uncaught;
+  char *undeclared;  /* eu_world_note_undeclared */
   /* reduction: the step in progress and what it touched */
   int step, step_open;
   eu_fp fp;
@@ -364,6 +365,22 @@ const char *eu_world_binding_name(eu_world *w, int ns) {
   return ns >= 0 && ns < w->nbindings ? w->bindings[ns].name : NULL;
 }
 
+int eu_world_is_service(eu_world *w, int ns) {
+  return ns >= 0 && ns < w->nbindings && w->bindings[ns].entry != NULL;
+}
+
+const char *eu_world_services(eu_world *w, eu_buf *out) {
+  int i, n = 0;
+  for (i = 0; i < w->nbindings; i++) {
+    if (!w->bindings[i].entry) continue;
+    if (n++) eu_buf_puts(out, ", ");
+    eu_buf_puts(out, w->bindings[i].name);
+  }
+  if (!n) eu_buf_puts(out, "none");
+  eu_buf_putc(out, 0);
+  return out->p;
+}
+
 int eu_world_binding(eu_world *w, const char *name) {
   int i;
   for (i = 0; i < w->nbindings; i++)
@@ -452,6 +469,11 @@ int eu_world_stopped(eu_world *w) { return w->stopped; }
 int eu_world_idle(eu_world *w) { return eu_sched_count(&w->sched) == 0; }
 lua_State *eu_world_scratch(eu_world *w) { return w->scratch; }
 const char *eu_world_uncaught(eu_world *w) { return w->uncaught; }
+const char *eu_world_undeclared(eu_world *w) { return w->undeclared; }
+
+void eu_world_note_undeclared(eu_world *w, const char *message) {
+  if (!w->undeclared) w->undeclared = dupstr(message);
+}
 
 static void note_uncaught(eu_world *w, const char *who, const char *name, const char *message) {
   size_t n;
@@ -482,11 +504,12 @@ static void fault_label(eu_world *w, char *out, size_t n, int root, int effect, 
                         const char *method) {
   const eu_root *r = root >= 0 && root < w->nroots ? &w->roots[root] : NULL;
   const char *who = ns >= 0 ? w->bindings[ns].name : "worker";
+  const char *kind = eu_world_is_service(w, ns) ? "service " : "DO:";
   if (effect >= 0)
-    snprintf(out, n, "%s#%d effect #%d (DO:%s %s)", r ? r->event : "?", r ? r->delivery : 0,
-             effect, who, method);
+    snprintf(out, n, "%s#%d effect #%d (%s%s %s)", r ? r->event : "?", r ? r->delivery : 0,
+             effect, kind, who, method);
   else  /* a drive event delivered to an object directly */
-    snprintf(out, n, "%s#%d (DO:%s %s)", r ? r->event : "?", r ? r->delivery : 0, who, method);
+    snprintf(out, n, "%s#%d (%s%s %s)", r ? r->event : "?", r ? r->delivery : 0, kind, who, method);
 }
 
 /* The fault point of a task's yield: reset may strike while it waits there.
@@ -497,9 +520,9 @@ static void wait_point(eu_world *w, eu_task *t, int effect, int ns, const char *
   eu_root *r = t->root >= 0 && t->root < w->nroots ? &w->roots[t->root] : NULL;
   const char *who = t->obj->ns >= 0 ? t->obj->tag : "the worker";
   if (method)
-    snprintf(t->wait_point, sizeof t->wait_point, "%.40s#%d while %.30s waits for effect #%d (DO:%.20s %.20s)",
-             r ? r->event : "?", r ? r->delivery : 0, who, effect, ns >= 0 ? w->bindings[ns].name : "worker",
-             method);
+    snprintf(t->wait_point, sizeof t->wait_point, "%.40s#%d while %.30s waits for effect #%d (%s%.30s %.20s)",
+             r ? r->event : "?", r ? r->delivery : 0, who, effect, eu_world_is_service(w, ns) ? "service " : "DO:",
+             ns >= 0 ? w->bindings[ns].name : "worker", method);
   else
     snprintf(t->wait_point, sizeof t->wait_point, "%.40s#%d while %.30s sleeps %" PRId64 "ms (sleep #%d)",
              r ? r->event : "?", r ? r->delivery : 0, who, ms, r ? r->sleeps++ : 0);
@@ -597,6 +620,8 @@ static eu_object *add_object(eu_world *w, int ns, const char *hex, const char *n
   o->res = ns < 0 ? EU_RES_WORKER : eu_fp_object(ns, hex);
   if (ns < 0)
     snprintf(o->tag, sizeof o->tag, "worker");
+  else if (w->bindings[ns].entry)
+    snprintf(o->tag, sizeof o->tag, "service(%.48s)", w->bindings[ns].name);
   else if (name)
     snprintf(o->tag, sizeof o->tag, "DO:%s(%.48s)", w->bindings[ns].name, name);
   else
@@ -648,7 +673,7 @@ eu_object *eu_world_object_named(eu_world *w, int ns, const char *hex, const cha
   if (o) {  /* an id seen first by value, now by name */
     o->name = dupmem(name, namelen);
     o->namelen = o->name ? namelen : 0;
-    snprintf(o->tag, sizeof o->tag, "DO:%s(%.48s)", w->bindings[ns].name, name);
+    if (!w->bindings[ns].entry) snprintf(o->tag, sizeof o->tag, "DO:%s(%.48s)", w->bindings[ns].name, name);
     return o;
   }
   o = add_object(w, ns, hex, name, namelen);
@@ -767,22 +792,24 @@ static int push_boot(lua_State *L) {
   boot_args *a = lua_touserdata(L, 1);
   eu_world *w = a->w;
   eu_object *o = a->o;
-  int i;
+  const char *service = o->ns >= 0 ? w->bindings[o->ns].entry : NULL;
+  int i, n = 0;
   lua_settop(L, 0);
   lua_getglobal(L, "require");
   lua_pushliteral(L, "eutaxy.runtime");
   lua_call(L, 1, 1);
   lua_getfield(L, 1, "boot");
-  lua_pushstring(L, o->ns < 0 ? "worker" : "object");
-  lua_pushstring(L, w->entry);
+  lua_pushstring(L, o->ns < 0 ? "worker" : service ? "service" : "object");
+  lua_pushstring(L, service ? service : w->entry);
   lua_createtable(L, w->nbindings, 0);
   for (i = 0; i < w->nbindings; i++) {
+    if (w->bindings[i].entry) continue;  /* a service is no binding of env */
     lua_createtable(L, 0, 2);
     lua_pushstring(L, w->bindings[i].name);
     lua_setfield(L, -2, "name");
     lua_pushstring(L, w->bindings[i].class_name);
     lua_setfield(L, -2, "class_name");
-    lua_rawseti(L, -2, i + 1);
+    lua_rawseti(L, -2, ++n);
   }
   if (o->ns >= 0) {
     lua_pushstring(L, w->bindings[o->ns].name);
@@ -1829,7 +1856,12 @@ int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t n
     if (rc != EU_OK) return rc;
     return push_event(w, EU_EV_RESUME, w->sched.now, t->id, 0, data, dlen);
   }
-  snprintf(label, sizeof label, "%.40s>%.20s.%.30s", t->label, w->bindings[ns].name, method);
+  if (eu_world_is_service(w, ns)) {  /* "req-1>ORDERS.pay>payments.example" */
+    const char *host = strstr(w->bindings[ns].name, "://");
+    snprintf(label, sizeof label, "%.40s>%.40s", t->label, host ? host + 3 : w->bindings[ns].name);
+  } else {
+    snprintf(label, sizeof label, "%.40s>%.20s.%.30s", t->label, w->bindings[ns].name, method);
+  }
   callee = new_task(w, kind, target, method, label);
   if (!callee) {
     free(payload);
@@ -2430,6 +2462,7 @@ void eu_world_free(eu_world *w) {
   for (i = 0; i < w->nbindings; i++) {
     free((char *)w->bindings[i].name);
     free((char *)w->bindings[i].class_name);
+    free((char *)w->bindings[i].entry);
   }
   free(w->bindings);
   free(w->libdir);
@@ -2440,6 +2473,7 @@ void eu_world_free(eu_world *w) {
   eu_buf_free(&w->events);
   free(w->roots);
   free(w->uncaught);
+  free(w->undeclared);
   free((int *)w->o.alarm_caps);
   free(w);
 }
@@ -2507,8 +2541,9 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
   for (i = 0; i < o->nbindings; i++) {
     w->bindings[i].name = dupstr(o->bindings[i].name);
     w->bindings[i].class_name = dupstr(o->bindings[i].class_name);
+    w->bindings[i].entry = o->bindings[i].entry ? dupstr(o->bindings[i].entry) : NULL;
     w->nbindings++;
-    if (!w->bindings[i].name || !w->bindings[i].class_name) {
+    if (!w->bindings[i].name || !w->bindings[i].class_name || (o->bindings[i].entry && !w->bindings[i].entry)) {
       eu_world_free(w);
       return eu_err(err, errlen, EU_ENOMEM, "out of memory");
     }

@@ -28,8 +28,10 @@ typedef struct eu_world eu_world;
 typedef struct eu_object eu_object;
 
 typedef struct eu_binding {
-  const char *name;        /* env.NAME */
-  const char *class_name;  /* the class the worker module exports */
+  const char *name;        /* env.NAME; a service's origin ("https://payments.example") */
+  const char *class_name;  /* the class the worker module exports; a service's origin */
+  const char *entry;       /* NULL for a Durable Object class; a service's module, whose
+                            * fetch(request, env, ctx) answers eutaxy.fetch to its origin */
 } eu_binding;
 
 /* Kinds of decision, so a chooser (and a schedule string) can tell them apart. */
@@ -118,6 +120,9 @@ const eu_buf *eu_world_events(eu_world *w);
 int eu_world_choose(eu_world *w, int kind, int n, const char *label);
 uint64_t eu_world_random(eu_world *w);
 int eu_world_binding(eu_world *w, const char *name);   /* index, or -1 */
+int eu_world_is_service(eu_world *w, int ns);
+/* The services' origins, ", "-separated, for a message ("none" when there are none). */
+const char *eu_world_services(eu_world *w, eu_buf *out);
 
 /* Objects: found or made by namespace and 64-hex id; name may be NULL. */
 int eu_world_id_from_name(eu_world *w, int ns, const char *name, size_t len, char hex[65]);
@@ -240,6 +245,11 @@ eu_object *eu_world_object_by_name(eu_world *w, const char *binding, const char 
 /* An uncaught error out of a worker's fetch or an alarm handler, for the
  * checker to report: the first one of the run, or NULL. */
 const char *eu_world_uncaught(eu_world *w);
+/* The first eutaxy.fetch to an origin that is no service of the world: a
+ * scenario that leaves a service out is wrong whatever the schedule, so the
+ * checker stops there. Kept across rewinds (it is no state of a run). */
+void eu_world_note_undeclared(eu_world *w, const char *message);
+const char *eu_world_undeclared(eu_world *w);
 
 /* Opens eutaxy.core inside an isolate of this world (for eu_isolate_opts). */
 int eu_world_open_core(lua_State *L);

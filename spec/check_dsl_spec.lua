@@ -438,7 +438,7 @@ describe("defineScenario", function()
       raised_here(function() sim.defineScenario(scenario { invariant = {} }) end))
     assert.are.equal('defineScenario: unknown field "Bounds" (did you mean "bounds"?)',
       raised_here(function() sim.defineScenario(scenario { Bounds = {} }) end))
-    assert.are.equal('defineScenario: unknown field "timeout" (fields: name, seed, worker, setup, drive, invariants, bounds, faults)',
+    assert.are.equal('defineScenario: unknown field "timeout" (fields: name, seed, worker, setup, services, drive, invariants, bounds, faults)',
       raised_here(function() sim.defineScenario(scenario { timeout = 5 }) end))
     assert.are.equal('defineScenario: worker has an unknown field "main" (fields: entry, config)',
       raised_here(function() sim.defineScenario(scenario { worker = { entry = "a", config = "b", main = "c" } }) end))

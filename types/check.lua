@@ -26,6 +26,23 @@ local sim = {}
 ---@return eutaxy.check.Table
 function sim.durableObjectTable(binding, name, table) end
 
+--- A handle on one SQL table of a service the scenario declares (sim.service).
+---@param origin string "https://payments.example"
+---@param table string the table's name
+---@return eutaxy.check.Table
+function sim.serviceTable(origin, table) end
+
+---@class eutaxy.check.Service
+
+--- A service outside the worker that eutaxy.fetch reaches by its origin: a
+--- module whose fetch(request, env, ctx) answers, keeping its state in
+--- ctx.storage. Every call to it is a fault point as an RPC is.
+---@param origin string "https://payments.example"
+---@param entry string the module, relative to the scenario's folder
+---@param opts? { sql?: eutaxy.check.SqlSeed } its tables and rows before every run
+---@return eutaxy.check.Service
+function sim.service(origin, entry, opts) end
+
 --- Tables, rows and key-value pairs created in the binding's objects before every run.
 ---@param binding string the binding in wrangler.jsonc, e.g. "POOL"
 ---@param kv? table<string, table<string, any>> key-value storage per object name ({} for none)
@@ -123,6 +140,7 @@ function sim.reached(probe, state) end
 ---@field seed? string|integer default: the name
 ---@field worker { entry: string, config: string } paths relative to the scenario's folder
 ---@field setup? eutaxy.check.Setup[]
+---@field services? eutaxy.check.Service[] the services eutaxy.fetch reaches (sim.service)
 ---@field drive eutaxy.check.HttpDrive|eutaxy.check.RpcDrive
 ---@field invariants eutaxy.check.Invariant[]
 ---@field bounds? eutaxy.check.BoundsSpec

@@ -26,6 +26,16 @@ function eutaxy.sleep(ms) end
 ---@return string
 function eutaxy.uuid() end
 
+--- Calls a service outside the worker: an absolute URL or a Request, and
+--- init as for Request.new. A yield point, as an RPC call is; raises as a
+--- failed RPC does. In `eutaxy check` and in specs only the services a
+--- scenario declares (sim.service) or a world is given answer; `eutaxy
+--- serve` makes no outbound calls yet.
+---@param input string|eutaxy.Request
+---@param init? eutaxy.RequestInit
+---@return eutaxy.Response
+function eutaxy.fetch(input, init) end
+
 --- A new error value, like the ones RPC raises: `error(eutaxy.Error("Conflict", "taken"))`.
 ---@param name string
 ---@param message string

@@ -12,6 +12,7 @@ local testing = {}
 ---@field bindings? table<string, string> { NS = "Class" }, to work without a config
 ---@field dir? string the folder main is relative to, without a config (".")
 ---@field sql? table<string, table<string, eutaxy.check.SqlSeed>> { NS = { name = { schema =, rows = } } }
+---@field services? table<string, { module: string, sql?: eutaxy.check.SqlSeed }> by origin: the services eutaxy.fetch reaches
 ---@field seed? integer the seed of uuid, math.random and newUniqueId (0)
 ---@field start? integer the virtual clock's start, ms since 1970
 ---@field echo? boolean print the trace as it happens
@@ -58,6 +59,13 @@ function World:runAlarm(binding, name) end
 ---@param ... nil|boolean|integer|number|string bindings
 ---@return table<string, any>[]
 function World:rows(binding, name, sql, ...) end
+
+--- Rows of a query on a service's database (WorldOptions.services).
+---@param origin string
+---@param sql string
+---@param ... nil|boolean|integer|number|string bindings
+---@return table<string, any>[]
+function World:serviceRows(origin, sql, ...) end
 
 --- The object loses its in-memory state and keeps its storage.
 ---@param binding string

@@ -351,6 +351,7 @@ local function is_handle(v)
 end
 
 local function describe_table(handle)
+  if handle.service then return string_format("%s in the service %s", handle.table, handle.binding) end
   return string_format("%s/%s in DO:%s", handle.name, handle.table, handle.binding)
 end
 
@@ -366,6 +367,30 @@ function sim.durableObjectTable(binding, name, table)
   check_string(site, name, "durableObjectTable: the object name (second argument)")
   check_string(site, table, "durableObjectTable: the table name (third argument)")
   return { kind = "eutaxy.table", binding = binding, name = name, table = table,
+           file = site and site.file, line = site and site.line }
+end
+
+-- An origin as url.parse spells it: scheme and host, lowercased, no default port.
+local function check_origin(site, origin, what)
+  check_string(site, origin, what)
+  local parsed = origin:find("^https?://") and require("eutaxy.url").parse(origin)
+  if not parsed or parsed.origin ~= origin:lower() or origin:find("[/?#]", #parsed.protocol + 3) then
+    raise(site, "%s must be an origin such as \"https://payments.example\" (a scheme, a host, no path), got %s",
+      what, got(origin))
+  end
+  return parsed.origin
+end
+
+--- A SQL table of a service the scenario declares (sim.service), read at
+--- the end of every run for the invariants that name it.
+---@param origin string the service's origin, as sim.service names it
+---@param table string the table's name
+---@return eutaxy.check.Table
+function sim.serviceTable(origin, table)
+  local site = call_site()
+  origin = check_origin(site, origin, "serviceTable: the origin (first argument)")
+  check_string(site, table, "serviceTable: the table name (second argument)")
+  return { kind = "eutaxy.table", binding = origin, name = origin, table = table, service = true,
            file = site and site.file, line = site and site.line }
 end
 
@@ -407,6 +432,24 @@ local function check_rows(site, rows, what)
   return copy
 end
 
+-- One object's seed: { schema = "...", rows = { table = { row, ... } } }.
+local function check_sql_one(site, seed, at)
+  check_table(site, seed, at)
+  check_fields(site, seed, SQL_FIELDS, at:gsub("%%", "%%%%") .. " has an unknown field %s", "fields")
+  check_string(site, seed.schema, at .. ".schema")
+  local rows = {}
+  if seed.rows ~= nil then
+    check_table(site, seed.rows, at .. ".rows")
+    for _, name in ipairs(sorted_keys(seed.rows)) do
+      if type(name) ~= "string" or name == "" then
+        raise(site, "%s.rows must be keyed by table name, got a key %s", at, got(name))
+      end
+      rows[name] = check_rows(site, seed.rows[name], path_of(at .. ".rows", name))
+    end
+  end
+  return { schema = seed.schema, rows = rows }
+end
+
 local function check_sql(site, sql)
   local what = "durableObject: opts.sql"
   check_table(site, sql, what)
@@ -415,21 +458,7 @@ local function check_sql(site, sql)
     if type(object) ~= "string" or object == "" then
       raise(site, "%s must be keyed by object name, got a key %s", what, got(object))
     end
-    local at = path_of(what, object)
-    local seed = check_table(site, sql[object], at)
-    check_fields(site, seed, SQL_FIELDS, at:gsub("%%", "%%%%") .. " has an unknown field %s", "fields")
-    check_string(site, seed.schema, at .. ".schema")
-    local rows = {}
-    if seed.rows ~= nil then
-      check_table(site, seed.rows, at .. ".rows")
-      for _, name in ipairs(sorted_keys(seed.rows)) do
-        if type(name) ~= "string" or name == "" then
-          raise(site, "%s.rows must be keyed by table name, got a key %s", at, got(name))
-        end
-        rows[name] = check_rows(site, seed.rows[name], path_of(at .. ".rows", name))
-      end
-    end
-    out[object] = { schema = seed.schema, rows = rows }
+    out[object] = check_sql_one(site, sql[object], path_of(what, object))
   end
   return out
 end
@@ -471,6 +500,35 @@ function sim.durableObject(binding, kv, opts)
     sql = opts.sql ~= nil and check_sql(site, opts.sql) or {},
     alarmsPerObject = alarms, file = site and site.file, line = site and site.line,
   }
+end
+
+---@class eutaxy.check.Service
+---@field kind "eutaxy.service"
+---@field origin string
+---@field entry string its module, relative to the scenario's folder
+---@field sql eutaxy.check.SqlSeed|nil its tables and rows at the start of every run
+---@field file string
+---@field line integer
+
+--- A service outside the worker that eutaxy.fetch reaches by its origin:
+--- a module like a worker's, whose fetch(request, env, ctx) answers, with
+--- ctx.storage for its state (invariants read it with sim.serviceTable).
+--- Every call to it is a fault point as an RPC is: lost before it arrives
+--- (rpc-fail), applied with its answer lost (ambiguous), the caller gone
+--- (caller-crash).
+---@param origin string "https://payments.example"
+---@param entry string the module, relative to the scenario's folder
+---@param opts? { sql?: eutaxy.check.SqlSeed }
+---@return eutaxy.check.Service
+function sim.service(origin, entry, opts)
+  local site = call_site()
+  origin = check_origin(site, origin, "service: the origin (first argument)")
+  check_string(site, entry, "service: the module (second argument)")
+  opts = opts == nil and {} or check_table(site, opts, "service: opts (third argument)")
+  check_fields(site, opts, { "sql" }, "service: unknown option %s", "options")
+  local sql = opts.sql ~= nil and check_sql_one(site, opts.sql, "service: opts.sql") or nil
+  return { kind = "eutaxy.service", origin = origin, entry = entry, sql = sql,
+           file = site and site.file, line = site and site.line }
 end
 
 -- Drives ---------------------------------------------------------------------
@@ -749,6 +807,7 @@ end
 ---@field seed string|integer
 ---@field worker { entry: string, config: string }
 ---@field setup eutaxy.check.Setup[]
+---@field services eutaxy.check.Service[]
 ---@field drive eutaxy.check.HttpDrive|eutaxy.check.RpcDrive
 ---@field invariants eutaxy.check.Invariant[]
 ---@field bounds eutaxy.check.Bounds
@@ -756,7 +815,7 @@ end
 ---@field file string
 ---@field line integer
 
-local SCENARIO_FIELDS = { "name", "seed", "worker", "setup", "drive", "invariants", "bounds", "faults" }
+local SCENARIO_FIELDS = { "name", "seed", "worker", "setup", "services", "drive", "invariants", "bounds", "faults" }
 local WORKER_FIELDS = { "entry", "config" }
 local BOUND_NAMES = {}
 for i, b in ipairs(BOUNDS) do BOUND_NAMES[i] = b[1] end
@@ -783,6 +842,7 @@ local function scenario_site(t)
   end
   if type(t) == "table" then
     if type(t.setup) == "table" then for _, e in ipairs(t.setup) do note(e) end end
+    if type(t.services) == "table" then for _, e in ipairs(t.services) do note(e) end end
     note(t.drive)
     if type(t.invariants) == "table" then for _, e in ipairs(t.invariants) do note(e) end end
   end
@@ -811,6 +871,28 @@ local function check_worker(site, w)
     check_string(site, w[field], "defineScenario: worker." .. field)
   end
   return { entry = w.entry, config = w.config }
+end
+
+local function check_services(site, services)
+  if services == nil then return {} end
+  if type(services) == "table" and services.kind == "eutaxy.service" then
+    raise(site, "defineScenario: services must be a list of sim.service(...) entries; wrap this one in { }")
+  end
+  check_array(site, services, "defineScenario: services", "sim.service(...) entries")
+  local out, seen = {}, {}
+  for i, entry in ipairs(services) do
+    if type(entry) ~= "table" or entry.kind ~= "eutaxy.service" then
+      raise(site, "defineScenario: services[%d] must come from sim.service, got %s", i, got(entry))
+    end
+    if seen[entry.origin] then
+      raise(entry_site(entry) or site, "defineScenario: services lists %s twice (first at %s)",
+        entry.origin, seen[entry.origin])
+    end
+    local s = entry_site(entry)
+    seen[entry.origin] = s and (s.file .. ":" .. s.line) or ("services[" .. i .. "]")
+    out[i] = entry
+  end
+  return out
 end
 
 local function check_setup(site, setup)
@@ -909,7 +991,7 @@ end
 --- Checks a scenario and returns it normalized: defaults filled in, every
 --- part validated. Raises an error naming the file, line and field of the
 --- first thing wrong.
----@param t { name: string, seed?: string|integer, worker: { entry: string, config: string }, setup?: eutaxy.check.Setup[], drive: eutaxy.check.HttpDrive|eutaxy.check.RpcDrive, invariants: eutaxy.check.Invariant[], bounds?: table<string, integer>, faults?: string[] }
+---@param t { name: string, seed?: string|integer, worker: { entry: string, config: string }, setup?: eutaxy.check.Setup[], services?: eutaxy.check.Service[], drive: eutaxy.check.HttpDrive|eutaxy.check.RpcDrive, invariants: eutaxy.check.Invariant[], bounds?: table<string, integer>, faults?: string[] }
 ---@return eutaxy.check.Scenario
 function sim.defineScenario(t)
   local site
@@ -927,13 +1009,14 @@ function sim.defineScenario(t)
   end
   local worker = check_worker(site, t.worker)
   local setup = check_setup(site, t.setup)
+  local services = check_services(site, t.services)
   local drive = check_drive(site, t.drive)
   local invariants = check_invariants(site, t.invariants)
   local bounds = check_bounds(site, t.bounds)
   local faults = check_faults(site, t.faults, drive)
   return {
     kind = "eutaxy.scenario", name = t.name, seed = seed, worker = worker, setup = setup,
-    drive = drive, invariants = invariants, bounds = bounds, faults = faults,
+    services = services, drive = drive, invariants = invariants, bounds = bounds, faults = faults,
     file = site and site.file, line = site and site.line,
   }
 end
@@ -994,7 +1077,7 @@ function sim.variant(file, overrides)
   if overrides.faults ~= nil then faults = check_faults(site_here, overrides.faults, base.drive) end
   return {
     kind = "eutaxy.scenario", name = name, seed = seed, worker = worker, setup = base.setup,
-    drive = base.drive, invariants = base.invariants, bounds = bounds, faults = faults,
+    services = base.services, drive = base.drive, invariants = base.invariants, bounds = bounds, faults = faults,
     file = site_here and site_here.file or base.file, line = site_here and site_here.line or base.line,
   }
 end

@@ -145,8 +145,9 @@ local function prepare(scenario, file, dir)
   local ok, cfg = pcall(config.load, cfg_path)
   if not ok then bad("%s: worker.config: %s", where(file, scenario), tostring(cfg)) end
   local entry = join(dir, scenario.worker.entry)
-  local known = {}
+  local known, origins = {}, {}
   for _, b in ipairs(cfg.bindings) do known[b.name] = b end
+  for _, sv in ipairs(scenario.services) do origins[sv.origin] = sv end
   local function check_binding(binding, what, thing)
     if not known[binding] then
       local names = {}
@@ -155,8 +156,23 @@ local function prepare(scenario, file, dir)
         #names > 0 and table.concat(names, ", ") or "none")
     end
   end
+  local function check_service(origin, what, thing)
+    if not origins[origin] then
+      local names = {}
+      for _, sv in ipairs(scenario.services) do names[#names + 1] = sv.origin end
+      bad("%s: %s: no service %s in the scenario (services: %s)", where(file, thing), what, origin,
+        #names > 0 and table.concat(names, ", ") or "none")
+    end
+  end
   local bindings = {}
   for _, b in ipairs(cfg.bindings) do bindings[#bindings + 1] = { name = b.name, class_name = b.class_name } end
+  for _, sv in ipairs(scenario.services) do
+    local module = join(dir, sv.entry)
+    local f = io.open(module, "r")
+    if not f then bad("%s: service %s: no module %s", where(file, sv), sv.origin, module) end
+    f:close()
+    bindings[#bindings + 1] = { name = sv.origin, class_name = sv.origin, entry = module }
+  end
   for _, s in ipairs(scenario.setup) do
     check_binding(s.binding, "durableObject", s)
     for _, b in ipairs(bindings) do
@@ -164,7 +180,8 @@ local function prepare(scenario, file, dir)
     end
   end
   for _, inv in ipairs(scenario.invariants) do
-    if inv.table then check_binding(inv.table.binding, "invariant " .. inv.name, inv) end
+    if inv.table and inv.table.service then check_service(inv.table.binding, "invariant " .. inv.name, inv)
+    elseif inv.table then check_binding(inv.table.binding, "invariant " .. inv.name, inv) end
   end
   local events = {}
   if scenario.drive.kind == "http" then
@@ -194,6 +211,9 @@ local function setup_fn(scenario)
       for _, name in ipairs(seed.sorted_keys(s.kv or {})) do
         seed.kv(world, s.binding, name, s.kv[name], "durableObject(" .. s.binding .. ").kv." .. name)
       end
+    end
+    for _, sv in ipairs(scenario.services) do
+      if sv.sql then seed.sql(world, sv.origin, sv.origin, sv.sql, "service(" .. sv.origin .. ").sql") end
     end
   end
 end
@@ -391,6 +411,7 @@ local function named_objects(scenario)
     for name in pairs(s.sql or {}) do add(s.binding, name) end
     for name in pairs(s.kv or {}) do add(s.binding, name) end
   end
+  for _, sv in ipairs(scenario.services) do add(sv.origin, sv.origin) end
   for _, inv in ipairs(scenario.invariants) do
     if inv.table then add(inv.table.binding, inv.table.name) end
   end
@@ -440,6 +461,7 @@ local function end_state(scenario, run)
 end
 
 local function check_run(scenario, run, reached)
+  if run.undeclared then bad("%s: %s", scenario.file or "the scenario", run.undeclared) end
   if scenario.end_states and run.settled then scenario.end_states[end_state(scenario, run)] = true end
   if run.uncaught then
     return { invariant = "no-uncaught-errors", message = run.uncaught .. " (uncaught)" }

@@ -101,4 +101,30 @@ function eutaxy.uuid()
   return core.uuid()
 end
 
+--- Calls a service outside: input is an absolute URL or a Request, init as
+--- for Request.new; returns its Response, or raises as a failed RPC does. A
+--- yield point, as an RPC is. In eutaxy check and in specs only the services
+--- a scenario declares (sim.service) or a world is given answer, and every
+--- call is a fault point (lost on the way, applied with its answer lost).
+---@param input string|eutaxy.Request
+---@param init? eutaxy.RequestInit
+---@return eutaxy.Response
+function eutaxy.fetch(input, init)
+  in_isolate("eutaxy.fetch()")
+  local http = require "eutaxy.http"
+  if type(input) == "string" and not input:find("^%a[%w+.-]*://") then
+    error("eutaxy.fetch needs an absolute URL (https://host/path), got " .. string.format("%q", input), 2)
+  end
+  local request = input
+  if not http.is_request(request) or init ~= nil then request = http.Request.new(input, init) end
+  local origin = require("eutaxy.url").parse(request.url).origin
+  local ok, answer = core.fetch(origin, http.to_wire(request))
+  if ok == nil then error(answer, 2) end
+  if not ok then
+    if type(answer) == "table" then answer = errors.from_wire(answer) end
+    error(answer, 2)
+  end
+  return http.from_wire(answer)
+end
+
 return eutaxy

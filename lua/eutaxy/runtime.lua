@@ -181,10 +181,10 @@ local worker_ctx = {
 }
 
 --- Builds the isolate's program and returns its dispatch function.
----@param role "worker"|"object"
+---@param role "worker"|"object"|"service"
 function runtime.boot(role, entry, bindings, binding, hex, name)
   local mod = load_module(entry)
-  check_classes(mod, entry, bindings)
+  if role ~= "service" then check_classes(mod, entry, bindings) end
   local env = make_env(bindings)
 
   if role == "worker" then
@@ -201,6 +201,28 @@ function runtime.boot(role, entry, bindings, binding, hex, name)
       local response = mod.fetch(http.from_wire(wire), env, worker_ctx)
       if not http.is_response(response) then
         error(errors.new("TypeError", "fetch must return a Response, got " .. type(response)), 0)
+      end
+      return http.to_wire(response)
+    end
+  end
+
+  if role == "service" then
+    -- A service outside (sim.service): a module like a worker's, whose
+    -- fetch(request, env, ctx) answers eutaxy.fetch to its origin. It keeps
+    -- its state in ctx.storage, which invariants read and a rewind restores;
+    -- it has no bindings of its own.
+    if type(mod.fetch) ~= "function" then
+      error("the service " .. tostring(name) .. ": " .. entry .. " exports no fetch(request, env, ctx) handler", 0)
+    end
+    local _ = http.from_wire, eutaxy.Request, eutaxy.Response
+    local ctx = { storage = storage.new(core.storage()), waitUntil = worker_ctx.waitUntil }
+    local service_env = make_env({})
+    return function(kind, wire)
+      if kind ~= "fetch" then error("a service only answers fetch", 0) end
+      local response = mod.fetch(http.from_wire(wire), service_env, ctx)
+      if not http.is_response(response) then
+        error(errors.new("TypeError", "the service " .. tostring(name) .. ": fetch must return a Response, got "
+          .. type(response)), 0)
       end
       return http.to_wire(response)
     end

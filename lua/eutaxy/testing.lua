@@ -96,8 +96,37 @@ local function seed_sql(w, sql)
   end
 end
 
---- A new world.
----@param opts { config: string|nil, main: string|nil, bindings: table|nil, dir: string|nil, sql: table|nil, seed: integer|nil, start: integer|nil, echo: boolean|nil, memLimit: integer|nil, cpuLimit: integer|nil }
+-- services = { ["https://payments.example"] = { module = "payments.lua", sql = { schema = ..., rows = ... } } }:
+-- bindings the world is made with, sorted by origin, and their seeds.
+local function service_bindings(services, bindings)
+  local list = {}
+  for _, b in ipairs(bindings) do list[#list + 1] = b end
+  if services == nil then return list, {} end
+  if type(services) ~= "table" then error("testing.world: services must be a table keyed by origin", 0) end
+  local seeds = {}
+  for _, origin in ipairs(sorted_keys(services)) do
+    local what = "testing.world: services[" .. string.format("%q", tostring(origin)) .. "]"
+    local parsed = type(origin) == "string" and origin:find("^https?://") and require("eutaxy.url").parse(origin)
+    if not parsed or parsed.origin ~= origin:lower() or origin:find("[/?#]", #parsed.protocol + 3) then
+      error(what .. ": the key must be an origin such as \"https://payments.example\"", 0)
+    end
+    local sv = services[origin]
+    if type(sv) ~= "table" or type(sv.module) ~= "string" then
+      error(what .. " must be { module = \"file.lua\", sql = ... }", 0)
+    end
+    local f = io.open(sv.module, "r")
+    if not f then error(what .. ".module: no file " .. sv.module, 0) end
+    f:close()
+    list[#list + 1] = { name = parsed.origin, class_name = parsed.origin, entry = sv.module }
+    if sv.sql ~= nil then seeds[#seeds + 1] = { origin = parsed.origin, sql = sv.sql, what = what .. ".sql" } end
+  end
+  return list, seeds
+end
+
+--- A new world. services: the services outside that eutaxy.fetch reaches
+--- by origin, each a module whose fetch(request, env, ctx) answers (as
+--- sim.service in a scenario), with its tables seeded by sql.
+---@param opts { config: string|nil, main: string|nil, bindings: table|nil, dir: string|nil, sql: table|nil, services: table|nil, seed: integer|nil, start: integer|nil, echo: boolean|nil, memLimit: integer|nil, cpuLimit: integer|nil }
 ---@return eutaxy.World
 function testing.world(opts)
   opts = opts or {}
@@ -113,8 +142,9 @@ function testing.world(opts)
     -- modules beside the worker are found, as they are beside a wrangler.jsonc
     cfg.dir = cfg.main:match("^(.*)/[^/]*$") or cfg.dir
   end
+  local bindings, service_seeds = service_bindings(opts.services, cfg.bindings)
   local ok, w = pcall(core.world, {
-    entry = cfg.main, projectdir = cfg.dir, libdir = config.libdir(), bindings = cfg.bindings,
+    entry = cfg.main, projectdir = cfg.dir, libdir = config.libdir(), bindings = bindings,
     seed = opts.seed or 0, start = opts.start, echo = opts.echo, memLimit = opts.memLimit,
     cpuLimit = opts.cpuLimit,
   })
@@ -127,6 +157,7 @@ function testing.world(opts)
   local world = setmetatable({ _w = w }, World)
   world.env = host_env(world, cfg.bindings)
   if opts.sql then seed_sql(w, opts.sql) end
+  for _, sv in ipairs(service_seeds) do seed.sql(w, sv.origin, sv.origin, sv.sql, sv.what) end
   return world
 end
 
@@ -165,6 +196,11 @@ function World:rows(binding, name, sql, ...)
     rows[i] = row
   end
   return rows
+end
+
+--- Rows of a query on a service's database (services in testing.world).
+function World:serviceRows(origin, sql, ...)
+  return self:rows(origin, origin, sql, ...)
 end
 
 --- Resets the object: its in-memory state is lost, its storage kept.
