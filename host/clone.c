@@ -451,6 +451,43 @@ int eu_clone_encode(lua_State *L, int idx, int n, eu_buf *b, char *err, size_t e
   return rc;
 }
 
+typedef struct bytes {
+  const char *p;
+  size_t n;
+} bytes;
+
+static int push_bytes_p(lua_State *L) {
+  bytes *x = lua_touserdata(L, 1);
+  lua_pushlstring(L, x->p, x->n);
+  return 1;
+}
+
+int eu_clone_push_encoded(lua_State *L, int idx, char *err, size_t errlen) {
+  eu_buf b;
+  bytes x;
+  int rc;
+  idx = lua_absindex(L, idx);
+  if (!lua_checkstack(L, 2)) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  eu_buf_init(&b);
+  rc = eu_clone_encode(L, idx, 1, &b, err, errlen);
+  if (rc != EU_OK) {
+    eu_buf_free(&b);
+    return rc;
+  }
+  /* lua_pushlstring raises when out of memory, and b must not leak then. */
+  x.p = b.p;
+  x.n = b.n;
+  lua_pushcfunction(L, push_bytes_p);
+  lua_pushlightuserdata(L, &x);
+  rc = lua_pcall(L, 1, 1, 0);
+  eu_buf_free(&b);
+  if (rc != LUA_OK) {
+    lua_pop(L, 1);
+    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  return EU_OK;
+}
+
 /*
  * Reading encoded bytes, for decode and format alike.
  */

@@ -32,6 +32,10 @@
 
 /* Appends to b the n values at L[idx], L[idx+1], ... L[idx+n-1]. The stack is unchanged. */
 int eu_clone_encode(lua_State *L, int idx, int n, eu_buf *b, char *err, size_t errlen);
+/* Pushes the value at idx encoded, as a Lua string: how a caller keeps
+ * encoded bytes alive while a Lua error may still unwind past it. On
+ * failure pushes nothing and returns the code, with the message in err. */
+int eu_clone_push_encoded(lua_State *L, int idx, char *err, size_t errlen);
 /* Pushes the values that p..p+len holds; *nout gets how many. Checks the stack. */
 int eu_clone_decode(lua_State *L, const char *p, size_t len, int *nout, char *err, size_t errlen);
 /* Appends a readable, deterministic rendering (Lua-literal-like) of the encoded

@@ -103,6 +103,7 @@ typedef struct xctx {
   int check_idx;            /* the check function, on L's stack */
   eu_world_opts wo;
   eu_binding *bindings;
+  char *vars;               /* wo.vars: the env's vars, encoded */
   int *alarm_caps;
   eu_drive drive;
   eu_drive_event *events;
@@ -213,6 +214,7 @@ static void free_ctx(xctx *x) {
     for (i = 0; i < x->drive.n; i++) free((char *)x->events[i].payload);
   free(x->events);
   free(x->bindings);
+  free(x->vars);
   free(x->alarm_caps);
   eu_buf_free(&x->trace);
   eu_buf_free(&x->faults);
@@ -256,6 +258,20 @@ static void read_world(lua_State *L, xctx *x) {
     x->alarm_caps[i] = (int)opt_int(L, lua_gettop(L), "alarms", 0);
     if (!x->bindings[i].name || !x->bindings[i].class_name)
       luaL_error(L, "core.explore: bindings[%d] needs name and class_name", i + 1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, 1, "vars");
+  if (lua_istable(L, -1)) {
+    char err[EU_ERRLEN];
+    const char *p;
+    size_t len;
+    if (eu_clone_push_encoded(L, -1, err, sizeof err) != EU_OK) luaL_error(L, "core.explore: vars: %s", err);
+    p = lua_tolstring(L, -1, &len);
+    if (!(x->vars = malloc(len))) luaL_error(L, "out of memory");
+    memcpy(x->vars, p, len);
+    x->wo.vars = x->vars;
+    x->wo.vars_len = len;
     lua_pop(L, 1);
   }
   lua_pop(L, 1);

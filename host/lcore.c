@@ -308,7 +308,7 @@ static const char *opt_string(lua_State *L, int t, const char *field, int requir
 }
 
 /* core.world{ entry=, libdir=, projectdir=, bindings = { {name=, class_name=, entry=}, ... },
- *             seed=, start=, cpuLimit=, memLimit=, echo= } */
+ *             vars = { NAME = value, ... }, seed=, start=, cpuLimit=, memLimit=, echo= } */
 static int l_world(lua_State *L) {
   eu_world_opts o;
   eu_binding *b = NULL;
@@ -358,9 +358,17 @@ static int l_world(lua_State *L) {
   }
   o.bindings = b;
   o.nbindings = n;
+  lua_getfield(L, 1, "vars");
+  if (lua_istable(L, -1)) {
+    if (eu_clone_push_encoded(L, -1, err, sizeof err) != EU_OK)
+      return luaL_error(L, "eutaxy.core.world: vars: %s", err);
+    o.vars = lua_tolstring(L, -1, &o.vars_len);
+  } else if (!lua_isnil(L, -1)) {
+    return luaL_error(L, "eutaxy.core.world: vars must be a table");
+  }
   rc = eu_world_new(&lw->w, &o, err, sizeof err);
   if (rc != EU_OK) return luaL_error(L, "%s", err);
-  if (n > 0) lua_pop(L, 1);  /* the bindings array: the world copied them */
+  lua_settop(L, 3);  /* the world on top: the bindings and vars were copied */
   return 1;
 }
 

@@ -1237,6 +1237,8 @@ static int start(server *s, char *err, size_t errlen) {
   wo.projectdir = s->o.projectdir;
   wo.bindings = s->o.bindings;
   wo.nbindings = s->o.nbindings;
+  wo.vars = s->o.vars;
+  wo.vars_len = s->o.vars_len;
   /* Ids from newUniqueId must differ between runs of the server. */
   wo.seed = (uint64_t)wall_ms() ^ ((uint64_t)getpid() << 32) ^ uv_hrtime();
   wo.start_ms = wall_ms();
@@ -1390,7 +1392,7 @@ static int64_t opt_int(lua_State *L, const char *k, int64_t lo, int64_t hi) {
   return v;
 }
 
-/* core.serve{ entry=, projectdir=, libdir=, bindings=, host=, port=, state=, quiet=,
+/* core.serve{ entry=, projectdir=, libdir=, bindings=, vars=, host=, port=, state=, quiet=,
  * durability_process=, max_resident=, evict_after_ms=, header_timeout_ms=,
  * idle_timeout_ms=, max_connections=, cpu_limit=, memory_limit=, max_object_bytes= } (integers; nil for
  * the defaults):
@@ -1442,6 +1444,14 @@ static int l_serve(lua_State *L) {
   }
   o.bindings = bs;
   o.nbindings = n;
+  lua_getfield(L, 1, "vars");  /* 4 */
+  if (lua_istable(L, 4)) {
+    if (eu_clone_push_encoded(L, 4, err, sizeof err) != EU_OK)  /* 5: kept until the server stops */
+      return luaL_error(L, "core.serve: vars: %s", err);
+    o.vars = lua_tolstring(L, 5, &o.vars_len);
+  } else if (!lua_isnil(L, 4)) {
+    return luaL_error(L, "core.serve: vars must be a table");
+  }
   rc = eu_serve_run(&o, err, sizeof err);
   if (rc != EU_OK) {
     luaL_pushfail(L);

@@ -22,6 +22,8 @@ typedef struct eu_serve_opts {
   const char *libdir;
   const eu_binding *bindings;
   int nbindings;
+  const char *vars;         /* the env's vars, encoded (world.h); NULL for none */
+  size_t vars_len;
   const char *host;         /* NULL: 127.0.0.1 */
   int port;                 /* 0: any free port */
   const char *state;        /* NULL: .eutaxy/state; created if missing */

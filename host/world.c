@@ -142,6 +142,7 @@ struct eu_world {
   char *libdir, *entry, *projectdir;
   eu_binding *bindings;
   int nbindings;
+  char *vars;         /* o->vars, copied; NULL for none */
   eu_sched sched;
   eu_prng prng;
   eu_determ_hooks hooks;
@@ -770,7 +771,7 @@ static int traceback(lua_State *L) {
 /* construct's steps in the new isolate run under lua_pcall: each of them
  * allocates, and a failed allocation must fail the construction, not abort
  * the process. push_boot(args) requires the runtime, keeps its wire_error
- * and returns boot with its six arguments. */
+ * and returns boot with its seven arguments. */
 typedef struct boot_args {
   eu_world *w;
   eu_object *o;
@@ -821,7 +822,16 @@ static int push_boot(lua_State *L) {
     lua_pushnil(L);
     lua_pushnil(L);
   }
-  return 7;
+  if (w->vars) {
+    char err[EU_ERRLEN];
+    int n = 0;
+    if (eu_clone_decode(L, w->vars, w->o.vars_len, &n, err, sizeof err) != EU_OK)
+      return luaL_error(L, "the env's vars: %s", err);
+    if (n != 1) return luaL_error(L, "the env's vars are %d values, not one", n);
+  } else {
+    lua_pushnil(L);
+  }
+  return 8;
 }
 
 /* keep_ref(value, &ref): a registry reference to value in *ref. */
@@ -882,10 +892,10 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   lua_pushcfunction(L, traceback);
   lua_pushcfunction(L, push_boot);
   lua_pushlightuserdata(L, &a);
-  if ((rc = lua_pcall(L, 1, 7, 1)) != LUA_OK) goto fail;
+  if ((rc = lua_pcall(L, 1, 8, 1)) != LUA_OK) goto fail;
   /* Loading the module and the constructor are user code: the same limit as a turn. */
   eu_isolate_arm(L, w->o.cpu_limit);
-  rc = lua_pcall(L, 6, 1, 1);
+  rc = lua_pcall(L, 7, 1, 1);
   eu_isolate_arm(L, 0);
   if (rc != LUA_OK) goto fail;
   lua_pushcfunction(L, keep_ref);
@@ -2465,6 +2475,7 @@ void eu_world_free(eu_world *w) {
     free((char *)w->bindings[i].entry);
   }
   free(w->bindings);
+  free(w->vars);
   free(w->libdir);
   free(w->entry);
   free(w->projectdir);
@@ -2549,6 +2560,15 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
     }
   }
   w->o.bindings = NULL;
+  if (o->vars && o->vars_len > 0) {
+    if (!(w->vars = malloc(o->vars_len))) {
+      eu_world_free(w);
+      return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    }
+    memcpy(w->vars, o->vars, o->vars_len);
+  }
+  w->o.vars = w->vars;
+  w->o.vars_len = w->vars ? o->vars_len : 0;
   if (o->alarm_caps && o->nbindings > 0) {
     int *caps = malloc((size_t)o->nbindings * sizeof *caps);
     if (!caps) {

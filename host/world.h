@@ -49,6 +49,11 @@ typedef struct eu_world_opts {
   const char *projectdir;   /* modules of the project are found here */
   const eu_binding *bindings;
   int nbindings;
+  /* The vars and secrets env carries besides the bindings: one table,
+   * encoded (eu_clone_encode), decoded into each isolate as it is built, so
+   * that no two isolates share a value. NULL for none. */
+  const char *vars;
+  size_t vars_len;
   uint64_t seed;
   int64_t start_ms;         /* the virtual clock's epoch, ms since 1970 */
   int64_t cpu_limit;        /* VM instructions per turn; 0 for the default */

@@ -438,7 +438,7 @@ describe("defineScenario", function()
       raised_here(function() sim.defineScenario(scenario { invariant = {} }) end))
     assert.are.equal('defineScenario: unknown field "Bounds" (did you mean "bounds"?)',
       raised_here(function() sim.defineScenario(scenario { Bounds = {} }) end))
-    assert.are.equal('defineScenario: unknown field "timeout" (fields: name, seed, worker, setup, services, drive, invariants, bounds, faults)',
+    assert.are.equal('defineScenario: unknown field "timeout" (fields: name, seed, worker, vars, setup, services, drive, invariants, bounds, faults)',
       raised_here(function() sim.defineScenario(scenario { timeout = 5 }) end))
     assert.are.equal('defineScenario: worker has an unknown field "main" (fields: entry, config)',
       raised_here(function() sim.defineScenario(scenario { worker = { entry = "a", config = "b", main = "c" } }) end))
@@ -976,7 +976,7 @@ describe("sim.variant", function()
   it("refuses to replace what makes the scenario what it is", function()
     local ok, err = pcall(sim.variant, "../" .. DIR .. "leases.sim.lua", { drive = {} })
     assert.is_false(ok)
-    assert.matches('variant: field "drive" %(fields: name, seed, worker, bounds, faults%) cannot be replaced', err)
+    assert.matches('variant: field "drive" %(fields: name, seed, worker, vars, bounds, faults%) cannot be replaced', err)
   end)
 
   it("names a file that does not exist", function()

@@ -119,9 +119,10 @@ describe("a world", function()
     it("names the binding that does not exist", function()
       local ok, err = pcall(function() return world.env.COUNTER:getByName("c"):unknownBinding() end)
       assert.is_false(ok)
-      assert.matches("env.NOPE: no binding named NOPE in wrangler.jsonc %(bindings: ALARMED, COUNTER, NOALARM, STORE%)", err.message)
+      assert.matches("env.NOPE: no binding or var named NOPE in wrangler.jsonc or .dev.vars "
+        .. "%(bindings: ALARMED, COUNTER, NOALARM, STORE; vars: none%)", err.message)
       assert.has_error(function() return world.env.NOPE end,
-        "env.NOPE: no binding named NOPE (bindings: ALARMED, COUNTER, NOALARM, STORE)")
+        "env.NOPE: no binding or var named NOPE (bindings: ALARMED, COUNTER, NOALARM, STORE; vars: none)")
     end)
 
     it("refuses to clone a function passed as an argument, at the call site", function()

@@ -109,7 +109,7 @@ function sim.defineScenario(t) end
 --- The scenario another file of the same folder defines, with some of its
 --- fields replaced: `return sim.variant("leases.sim.lua", { worker = {...} })`.
 ---@param file string the other scenario, relative to this file's folder
----@param overrides { name?: string, seed?: string|integer, worker?: { entry: string, config: string }, bounds?: table<string, integer>, faults?: eutaxy.check.FaultKind[] }
+---@param overrides { name?: string, seed?: string|integer, worker?: { entry: string, config: string }, vars?: table<string, eutaxy.Var>, bounds?: table<string, integer>, faults?: eutaxy.check.FaultKind[] }
 ---@return eutaxy.check.Scenario
 function sim.variant(file, overrides) end
 
@@ -139,6 +139,7 @@ function sim.reached(probe, state) end
 ---@field name string
 ---@field seed? string|integer default: the name
 ---@field worker { entry: string, config: string } paths relative to the scenario's folder
+---@field vars? table<string, eutaxy.Var> env's vars in every run, over the config's vars and its .dev.vars
 ---@field setup? eutaxy.check.Setup[]
 ---@field services? eutaxy.check.Service[] the services eutaxy.fetch reaches (sim.service)
 ---@field drive eutaxy.check.HttpDrive|eutaxy.check.RpcDrive
@@ -165,6 +166,7 @@ function sim.reached(probe, state) end
 ---@field name string
 ---@field seed string|integer
 ---@field worker { entry: string, config: string }
+---@field vars table<string, eutaxy.Var>|nil
 ---@field setup eutaxy.check.Setup[]
 ---@field drive eutaxy.check.HttpDrive|eutaxy.check.RpcDrive
 ---@field invariants eutaxy.check.Invariant[]

@@ -74,7 +74,7 @@ function eutaxy.fanout(config) end
 --- `_` (and not init, alarm or fetch) is callable over RPC.
 ---@class eutaxy.DurableObject
 ---@field ctx eutaxy.DurableObjectState the object's id and storage, set before init runs
----@field env table<string, eutaxy.Namespace> the bindings of wrangler.jsonc: env.POOL, ...
+---@field env eutaxy.Env the bindings of wrangler.jsonc (env.POOL, ...), its vars and .dev.vars' secrets
 ---@field super eutaxy.DurableObject|nil the class it extends
 local DurableObject = {}
 
@@ -122,6 +122,16 @@ function WorkerContext.waitUntil(promise) end
 
 --- Accepted for code written for Cloudflare; does nothing.
 function WorkerContext.passThroughOnException() end
+
+--- A var of wrangler.jsonc's vars (a string, number, boolean, or a table of
+--- them as JSON holds) or a secret of .dev.vars (a string). Each isolate has
+--- its own copy.
+---@alias eutaxy.Var string|number|boolean|table
+
+--- What env holds: a namespace per Durable Object binding, and the vars and
+--- secrets by name (secrets over vars of the same name). Reading a name it
+--- does not have raises; rawget(env, NAME) is nil for an optional one.
+---@alias eutaxy.Env table<string, eutaxy.Namespace|eutaxy.Var>
 
 --- A binding of env: makes ids and stubs of one class.
 ---@class eutaxy.Namespace
@@ -193,7 +203,7 @@ function Stub:fetch(input, init) end
 
 --- What a worker module returns: its fetch handler and its classes by name.
 ---@class eutaxy.Worker
----@field fetch fun(request: eutaxy.Request, env: table<string, eutaxy.Namespace>, ctx: eutaxy.WorkerContext): eutaxy.Response
+---@field fetch fun(request: eutaxy.Request, env: eutaxy.Env, ctx: eutaxy.WorkerContext): eutaxy.Response
 ---@field [string] eutaxy.DurableObject
 
 return eutaxy

@@ -10,6 +10,7 @@ local testing = {}
 ---@field config? string a wrangler.jsonc
 ---@field main? string the worker's entry; overrides the config's
 ---@field bindings? table<string, string> { NS = "Class" }, to work without a config
+---@field vars? table<string, eutaxy.Var> env's vars, over the config's vars and its .dev.vars
 ---@field dir? string the folder main is relative to, without a config (".")
 ---@field sql? table<string, table<string, eutaxy.check.SqlSeed>> { NS = { name = { schema =, rows = } } }
 ---@field services? table<string, { module: string, sql?: eutaxy.check.SqlSeed }> by origin: the services eutaxy.fetch reaches
@@ -27,7 +28,7 @@ function testing.world(opts) end
 --- A world: calls from a spec are synchronous; the world runs until the
 --- answer is in, firing whatever comes due on the way.
 ---@class eutaxy.World
----@field env table<string, eutaxy.Namespace> stubs callable from the spec: world.env.POOL:getByName("pool"):acquire(...)
+---@field env eutaxy.Env stubs callable from the spec (world.env.POOL:getByName("pool"):acquire(...)), and the vars
 local World = {}
 
 --- Sends a request to the worker's fetch and returns its Response.

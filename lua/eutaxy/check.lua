@@ -29,6 +29,7 @@ local math_type, math_tointeger, math_huge = math.type, math.tointeger, math.hug
 local string_format, string_byte = string.format, string.byte
 local table_concat, table_sort = table.concat, table.sort
 
+local config = require "eutaxy.config"
 ---@class eutaxy.check
 local limits = require "eutaxy.limits"
 local http = require "eutaxy.http"
@@ -812,10 +813,11 @@ end
 ---@field invariants eutaxy.check.Invariant[]
 ---@field bounds eutaxy.check.Bounds
 ---@field faults string[]|nil the fault kinds to inject; nil for all of them
+---@field vars table<string, any>|nil env's vars over the config's and .dev.vars'
 ---@field file string
 ---@field line integer
 
-local SCENARIO_FIELDS = { "name", "seed", "worker", "setup", "services", "drive", "invariants", "bounds", "faults" }
+local SCENARIO_FIELDS = { "name", "seed", "worker", "vars", "setup", "services", "drive", "invariants", "bounds", "faults" }
 local WORKER_FIELDS = { "entry", "config" }
 local BOUND_NAMES = {}
 for i, b in ipairs(BOUNDS) do BOUND_NAMES[i] = b[1] end
@@ -893,6 +895,13 @@ local function check_services(site, services)
     out[i] = entry
   end
   return out
+end
+
+local function check_vars(site, vars, what)
+  if vars == nil then return nil end
+  local ok, copy = pcall(config.check_vars, what, vars)
+  if not ok then raise(site, "%s", copy) end
+  return copy
 end
 
 local function check_setup(site, setup)
@@ -991,7 +1000,7 @@ end
 --- Checks a scenario and returns it normalized: defaults filled in, every
 --- part validated. Raises an error naming the file, line and field of the
 --- first thing wrong.
----@param t { name: string, seed?: string|integer, worker: { entry: string, config: string }, setup?: eutaxy.check.Setup[], services?: eutaxy.check.Service[], drive: eutaxy.check.HttpDrive|eutaxy.check.RpcDrive, invariants: eutaxy.check.Invariant[], bounds?: table<string, integer>, faults?: string[] }
+---@param t { name: string, seed?: string|integer, worker: { entry: string, config: string }, vars?: table<string, any>, setup?: eutaxy.check.Setup[], services?: eutaxy.check.Service[], drive: eutaxy.check.HttpDrive|eutaxy.check.RpcDrive, invariants: eutaxy.check.Invariant[], bounds?: table<string, integer>, faults?: string[] }
 ---@return eutaxy.check.Scenario
 function sim.defineScenario(t)
   local site
@@ -1008,6 +1017,7 @@ function sim.defineScenario(t)
     end
   end
   local worker = check_worker(site, t.worker)
+  local vars = check_vars(site, t.vars, "defineScenario")
   local setup = check_setup(site, t.setup)
   local services = check_services(site, t.services)
   local drive = check_drive(site, t.drive)
@@ -1015,7 +1025,7 @@ function sim.defineScenario(t)
   local bounds = check_bounds(site, t.bounds)
   local faults = check_faults(site, t.faults, drive)
   return {
-    kind = "eutaxy.scenario", name = t.name, seed = seed, worker = worker, setup = setup,
+    kind = "eutaxy.scenario", name = t.name, seed = seed, worker = worker, vars = vars, setup = setup,
     services = services, drive = drive, invariants = invariants, bounds = bounds, faults = faults,
     file = site and site.file, line = site and site.line,
   }
@@ -1025,7 +1035,7 @@ end
 ---@type string|nil
 sim.loading = nil
 
-local VARIANT_FIELDS = { "name", "seed", "worker", "bounds", "faults" }
+local VARIANT_FIELDS = { "name", "seed", "worker", "vars", "bounds", "faults" }
 
 --- The scenario that another file of the same folder defines, with some of
 -- its fields replaced: a fixed twin is the planted scenario over another
@@ -1033,7 +1043,7 @@ local VARIANT_FIELDS = { "name", "seed", "worker", "bounds", "faults" }
 --   return sim.variant("leases.sim.lua", { name = "leases-fixed",
 --                                          worker = { entry = "./worker_fixed.lua", config = "./wrangler.jsonc" } })
 ---@param file string the other scenario, relative to this file's folder
----@param overrides table name, seed, worker, bounds or faults
+---@param overrides table name, seed, worker, vars, bounds or faults
 ---@return table
 function sim.variant(file, overrides)
   local tail = was_tail_called()
@@ -1075,8 +1085,10 @@ function sim.variant(file, overrides)
   local bounds = overrides.bounds ~= nil and check_bounds(site_here, overrides.bounds) or base.bounds
   local faults = base.faults
   if overrides.faults ~= nil then faults = check_faults(site_here, overrides.faults, base.drive) end
+  local vars = base.vars
+  if overrides.vars ~= nil then vars = check_vars(site_here, overrides.vars, "variant") end
   return {
-    kind = "eutaxy.scenario", name = name, seed = seed, worker = worker, setup = base.setup,
+    kind = "eutaxy.scenario", name = name, seed = seed, worker = worker, vars = vars, setup = base.setup,
     services = base.services, drive = base.drive, invariants = base.invariants, bounds = bounds, faults = faults,
     file = site_here and site_here.file or base.file, line = site_here and site_here.line or base.line,
   }

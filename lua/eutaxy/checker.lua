@@ -173,6 +173,8 @@ local function prepare(scenario, file, dir)
     f:close()
     bindings[#bindings + 1] = { name = sv.origin, class_name = sv.origin, entry = module }
   end
+  local got_vars, vars = pcall(config.env, cfg, scenario.vars, where(file, scenario))
+  if not got_vars then bad("%s", vars) end
   for _, s in ipairs(scenario.setup) do
     check_binding(s.binding, "durableObject", s)
     for _, b in ipairs(bindings) do
@@ -197,8 +199,8 @@ local function prepare(scenario, file, dir)
     end
   end
   return {
-    entry = entry, projectdir = dirname(entry), bindings = bindings, events = events,
-    seed = seed_number(scenario.seed),
+    entry = entry, projectdir = dirname(entry), bindings = bindings, vars = vars, secrets = cfg.secrets,
+    events = events, seed = seed_number(scenario.seed),
   }
 end
 
@@ -838,7 +840,7 @@ end
 -- The fingerprint of what this check explores (eutaxy.fingerprint): the
 -- files a run can load, and what else shapes the tree. The budget, -j and
 -- --check-determinism do not: they change how far or how fast, not what.
-local function fingerprint_of(o, scenario, dir, kinds, caps)
+local function fingerprint_of(o, scenario, dir, kinds, caps, secrets)
   local b = scenario.bounds
   local faults = {}
   for i, k in ipairs(kinds) do faults[i] = k end
@@ -848,6 +850,8 @@ local function fingerprint_of(o, scenario, dir, kinds, caps)
     maxConcurrentInvocations = b.maxConcurrentInvocations, maxEventsPerRun = b.maxEventsPerRun,
     alarmsPerObject = caps, random = o.random, randomSeed = o.random and (o.seed or 1) or nil,
     reduction = not o.no_reduction,
+    -- .dev.vars by its names only: a report must carry nothing made from a secret's value
+    secrets = #secrets > 0 and json.array(secrets) or nil,
   }
   local ok, hash, inputs = pcall(fingerprint.compute, {
     scenario = o.file, scenario_dir = dir, project = dirname(scenario.worker.entry), config = scenario.worker.config,
@@ -875,7 +879,8 @@ local function run_check(o)
     if k ~= "resend" or scenario.drive.retries > 0 then kinds[#kinds + 1] = k end
   end
   local opts = {
-    entry = p.entry, projectdir = p.projectdir, libdir = config.libdir(), bindings = p.bindings, seed = p.seed,
+    entry = p.entry, projectdir = p.projectdir, libdir = config.libdir(), bindings = p.bindings, vars = p.vars,
+    seed = p.seed,
     events = p.events, retries = scenario.drive.retries, maxConcurrent = b.maxConcurrentInvocations,
     maxRedeliveries = b.maxRedeliveries, maxFaults = b.maxFaultsPerRun, maxEvents = b.maxEventsPerRun,
     budgetMs = o.budget or b.budgetMs, faults = kinds,
@@ -889,7 +894,7 @@ local function run_check(o)
   }
   local caps = {}
   for _, s in ipairs(scenario.setup) do caps[s.binding] = s.alarmsPerObject end
-  local hash, inputs = fingerprint_of(o, scenario, dir, kinds, caps)
+  local hash, inputs = fingerprint_of(o, scenario, dir, kinds, caps, p.secrets)
   local r = { scenario = scenario.name, seed = scenario.seed, file = o.file, bounds = bounds_line(scenario, opts.budgetMs),
               fingerprint = hash, fingerprintInputs = inputs,
               shard = o.shard_n and { k = o.shard_k + 1, n = o.shard_n, exhausted = false },

@@ -131,16 +131,20 @@ local function sorted_names(t)
   return names
 end
 
-local function make_env(bindings)
+-- vars: the vars and secrets (config.env), this isolate's own copy.
+local function make_env(bindings, vars)
   local env, names = {}, {}
   for _, b in ipairs(bindings) do
     env[b.name] = setmetatable({ binding = b.name }, Namespace)
     names[#names + 1] = b.name
   end
-  local list = #names > 0 and table.concat(names, ", ") or "none"
+  local var_names = vars and sorted_names(vars) or {}
+  for _, k in ipairs(var_names) do env[k] = vars[k] end
+  local list = (#names > 0 and table.concat(names, ", ") or "none") .. "; vars: "
+    .. (#var_names > 0 and table.concat(var_names, ", ") or "none")
   return setmetatable(env, {
     __index = function(_, k)
-      error(string.format("env.%s: no binding named %s in wrangler.jsonc (bindings: %s)",
+      error(string.format("env.%s: no binding or var named %s in wrangler.jsonc or .dev.vars (bindings: %s)",
         tostring(k), tostring(k), list), 2)
     end,
   })
@@ -182,10 +186,10 @@ local worker_ctx = {
 
 --- Builds the isolate's program and returns its dispatch function.
 ---@param role "worker"|"object"|"service"
-function runtime.boot(role, entry, bindings, binding, hex, name)
+function runtime.boot(role, entry, bindings, binding, hex, name, vars)
   local mod = load_module(entry)
   if role ~= "service" then check_classes(mod, entry, bindings) end
-  local env = make_env(bindings)
+  local env = make_env(bindings, vars)
 
   if role == "worker" then
     -- Every request shares the worker's isolate: the lib modules a request

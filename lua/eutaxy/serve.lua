@@ -153,7 +153,7 @@ function serve.main(argv)
   end
   local started, msg = core.serve {
     entry = cfg.main, projectdir = dirname(cfg.main), libdir = config.libdir(),
-    bindings = cfg.bindings, host = opts.host, port = opts.port, state = opts.state,
+    bindings = cfg.bindings, vars = cfg.vars, host = opts.host, port = opts.port, state = opts.state,
     quiet = opts.quiet, durability_process = opts.durability == "process",
     max_resident = opts.max_resident, evict_after_ms = opts.evict_after_ms,
     header_timeout_ms = opts.header_timeout_ms, idle_timeout_ms = opts.idle_timeout_ms,

@@ -54,7 +54,7 @@ local function host_stub(world, binding, hex, name)
   })
 end
 
-local function host_env(world, bindings)
+local function host_env(world, bindings, vars)
   local env, names = {}, {}
   for _, b in ipairs(bindings) do
     local binding = b.name
@@ -78,10 +78,13 @@ local function host_env(world, bindings)
       end,
     }
   end
-  local list = #names > 0 and table.concat(names, ", ") or "none"
+  local var_names = sorted_keys(vars)
+  for _, name in ipairs(var_names) do env[name] = vars[name] end
+  local list = (#names > 0 and table.concat(names, ", ") or "none") .. "; vars: "
+    .. (#var_names > 0 and table.concat(var_names, ", ") or "none")
   return setmetatable(env, {
     __index = function(_, k)
-      error(string.format("env.%s: no binding named %s (bindings: %s)", tostring(k), tostring(k), list), 2)
+      error(string.format("env.%s: no binding or var named %s (bindings: %s)", tostring(k), tostring(k), list), 2)
     end,
   })
 end
@@ -125,8 +128,9 @@ end
 
 --- A new world. services: the services outside that eutaxy.fetch reaches
 --- by origin, each a module whose fetch(request, env, ctx) answers (as
---- sim.service in a scenario), with its tables seeded by sql.
----@param opts { config: string|nil, main: string|nil, bindings: table|nil, dir: string|nil, sql: table|nil, services: table|nil, seed: integer|nil, start: integer|nil, echo: boolean|nil, memLimit: integer|nil, cpuLimit: integer|nil }
+--- sim.service in a scenario), with its tables seeded by sql. vars = {
+--- NAME = value } sets env's vars over the config's vars and its .dev.vars.
+---@param opts { config: string|nil, main: string|nil, bindings: table|nil, dir: string|nil, vars: table|nil, sql: table|nil, services: table|nil, seed: integer|nil, start: integer|nil, echo: boolean|nil, memLimit: integer|nil, cpuLimit: integer|nil }
 ---@return eutaxy.World
 function testing.world(opts)
   opts = opts or {}
@@ -142,9 +146,11 @@ function testing.world(opts)
     -- modules beside the worker are found, as they are beside a wrangler.jsonc
     cfg.dir = cfg.main:match("^(.*)/[^/]*$") or cfg.dir
   end
+  local got_vars, vars = pcall(config.env, cfg, opts.vars, "testing.world")
+  if not got_vars then error(vars, 2) end
   local bindings, service_seeds = service_bindings(opts.services, cfg.bindings)
   local ok, w = pcall(core.world, {
-    entry = cfg.main, projectdir = cfg.dir, libdir = config.libdir(), bindings = bindings,
+    entry = cfg.main, projectdir = cfg.dir, libdir = config.libdir(), bindings = bindings, vars = vars,
     seed = opts.seed or 0, start = opts.start, echo = opts.echo, memLimit = opts.memLimit,
     cpuLimit = opts.cpuLimit,
   })
@@ -155,7 +161,7 @@ function testing.world(opts)
     error(msg, 2)
   end
   local world = setmetatable({ _w = w }, World)
-  world.env = host_env(world, cfg.bindings)
+  world.env = host_env(world, cfg.bindings, vars)
   if opts.sql then seed_sql(w, opts.sql) end
   for _, sv in ipairs(service_seeds) do seed.sql(w, sv.origin, sv.origin, sv.sql, sv.what) end
   return world
