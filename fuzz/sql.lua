@@ -297,7 +297,19 @@ return function(input, fns, end_turn)
       end_turn(op % 2 == 0)
     elseif op == 239 then
       local ok, err = pcall(st.deleteAll, st)
-      if ok then check(#st:list() == 0, "deleteAll left pairs") else api_error("storage:deleteAll", err) end
+      if ok then
+        check(#st:list() == 0, "deleteAll left pairs")
+        check(st:getAlarm() == nil, "deleteAll left the alarm")
+        check(st.sql:exec("SELECT count(*) AS n FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+          .. " AND name NOT LIKE '\\_eutaxy\\_%' ESCAPE '\\'"):one().n == 0, "deleteAll left a table")
+      else
+        api_error("storage:deleteAll", err)
+      end
+    elseif op == 238 then
+      st:sync()
+      local ok, size = pcall(function() return st.sql.databaseSize end)
+      if ok then check(math.type(size) == "integer" and size > 0, "databaseSize is %s", tostring(size))
+      else api_error("storage.sql.databaseSize", size) end
     else
       OPS[op % #OPS + 1]()
     end

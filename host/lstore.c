@@ -426,7 +426,7 @@ static int l_delete(lua_State *L) {
 
 static int l_delete_all(lua_State *L) {
   eu_lstate *ls = lstate(L, "storage:deleteAll");
-  if (eu_store_kv_delete_all(ls->s) < 0) return raise_store(L, ls->s);
+  if (eu_store_delete_all(ls->s) < 0) return raise_store(L, ls->s);
   return 0;
 }
 
@@ -624,6 +624,22 @@ static int l_delete_alarm(lua_State *L) {
   return 0;
 }
 
+/* sync: every write of the turn so far commits when the turn ends, before
+ * anything it sends leaves (the output gate), so there is nothing to wait
+ * for. Like every storage call it is refused while the gate is closed. */
+static int l_sync(lua_State *L) {
+  lstate(L, "storage:sync");
+  return 0;
+}
+
+static int l_database_size(lua_State *L) {
+  eu_lstate *ls = lstate(L, "storage.sql.databaseSize");
+  int64_t bytes;
+  if (eu_store_database_size(ls->s, &bytes) < 0) return raise_store(L, ls->s);
+  lua_pushinteger(L, (lua_Integer)bytes);
+  return 1;
+}
+
 /* transactionSync: a plain lua_pcall, not lua_pcallk, on purpose: the
  * savepoint cannot stay open while the invocation is suspended, so a yield
  * inside fn fails with Lua's "attempt to yield across a C-call boundary". */
@@ -657,6 +673,8 @@ static const luaL_Reg eu_lstore_funcs[] = {
   { "setAlarm", l_set_alarm },
   { "deleteAlarm", l_delete_alarm },
   { "transactionSync", l_transaction_sync },
+  { "sync", l_sync },
+  { "databaseSize", l_database_size },
   { NULL, NULL }
 };
 

@@ -13,13 +13,18 @@
  *   deleteAll()
  *   getAlarm() -> ms or nil, setAlarm(ms), deleteAlarm()
  *   transactionSync(fn, ...) -> fn's results; fn may not yield
+ *   sync()
+ *   databaseSize() -> bytes (page_count * page_size)
  * exec binds nil as NULL, booleans as 1/0, integers, floats, and strings as
  * TEXT when they are valid UTF-8, as BLOB otherwise (so bytes round-trip).
  * rowsWritten is the rows the statement inserted, updated or deleted,
  * counting its triggers' and foreign-key actions' (sqlite3_total_changes64
  * before and after); rowsRead is the rows it returned plus rowsWritten.
  * list ranges combine: prefix, start or startAfter, and end all narrow it.
- * deleteAll clears the key-value pairs only, not SQL tables or the alarm.
+ * deleteAll drops every table, view and virtual table, the engines' too,
+ * and clears the key-value pairs and the alarm (eu_store_delete_all).
+ * sync returns at once: the turn's writes commit at its end, before
+ * anything it sends leaves.
  * Every function begins the turn transaction if none is open. Errors are
  * raised as Lua errors whose message carries SQLite's text.
  * Refused in exec, through the authorizer: BEGIN, COMMIT, ROLLBACK,

@@ -70,6 +70,7 @@ enum {
   IS_CK_BEGIN, IS_CK_RELEASE, IS_CK_ROLLBACK,
   IS_ALARM_GET, IS_ALARM_SET, IS_ALARM_DEL,
   IS_KV_GET, IS_KV_PUT, IS_KV_DEL, IS_KV_DEL_ALL, IS_KV_LIST, IS_KV_LIST_REV,
+  IS_FK_DEFERRED, IS_FK_DEFER, IS_FK_UNDEFER, IS_PAGE_COUNT, IS_PAGE_SIZE,
   IS_COUNT
 };
 
@@ -97,6 +98,11 @@ static const char *const eu_isql[IS_COUNT] = {
   "DELETE FROM _eutaxy_kv",
   "SELECT key, value FROM _eutaxy_kv WHERE key >= ?1 AND key < ?2 ORDER BY key LIMIT ?3",
   "SELECT key, value FROM _eutaxy_kv WHERE key >= ?1 AND key < ?2 ORDER BY key DESC LIMIT ?3",
+  "PRAGMA defer_foreign_keys",
+  "PRAGMA defer_foreign_keys = ON",
+  "PRAGMA defer_foreign_keys = OFF",
+  "PRAGMA page_count",
+  "PRAGMA page_size",
 };
 
 static const char eu_schema[] =
@@ -1414,6 +1420,200 @@ int eu_store_delete_alarm(eu_store *s) {
 int eu_store_alarm_dirty(eu_store *s) { return s->alarm_dirty; }
 
 void eu_store_clear_alarm_dirty(eu_store *s) { s->alarm_dirty = 0; }
+
+/* deleteAll and the database's size */
+
+/* Appends name to b as a quoted SQL identifier, and a NUL. */
+static int put_ident(eu_buf *b, const char *name) {
+  int rc = eu_buf_putc(b, '"');
+  for (; rc == EU_OK && *name; name++)
+    rc = *name == '"' ? eu_buf_puts(b, "\"\"") : eu_buf_putc(b, *name);
+  return rc == EU_OK ? eu_buf_putc(b, '"') : rc;
+}
+
+/* One integer a host pragma answers. */
+static int is_integer(eu_store *s, int which, int64_t *v) {
+  sqlite3_stmt *st = NULL;
+  int rc = is_prepare(s, which, &st);
+  if (rc < 0) return rc;
+  rc = is_step(s, st);
+  *v = rc == 1 ? sqlite3_column_int64(st, 0) : 0;
+  sqlite3_reset(st);
+  return rc < 0 ? rc : EU_OK;
+}
+
+/* The drops deleteAll makes are the object's work, so they are held to
+ * the limits of one user statement (steps, what it allocates, the
+ * object's memory), counted from meter_begin on. */
+static void meter_begin(eu_store *s) {
+  s->steps = 0;
+  s->over_steps = 0;
+  s->mem->refused = s->mem->over = 0;
+  s->mem->charged = 0;
+  s->mem->charge_max = (uint64_t)EU_STORE_MAX_STEPS * EU_STORE_BYTES_PER_STEP;
+}
+
+static int exec_metered(eu_store *s, const char *sql) {
+  sqlite3_stmt *st = NULL;
+  eu_sqlmem *m = s->mem;
+  int rc, saved = s->internal;
+  ENTER(s);
+  s->internal = 1;
+  s->denied = 0;
+  m->enforce = m->charging = 1;
+  s->stepping = 1;
+  rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+  if (rc == SQLITE_OK)
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {}
+  s->stepping = 0;
+  m->enforce = m->charging = 0;
+  s->internal = saved;
+  if (rc == SQLITE_DONE || rc == SQLITE_OK) {
+    sqlite3_finalize(st);
+    LEAVE();
+    return EU_OK;
+  }
+  if (s->over_steps || (m->over && (rc & 0xff) == SQLITE_NOMEM)) {
+    m->over = m->refused = 0;
+    rc = fail(s, EU_ESQL, "storage:deleteAll ran past the CPU limit (more than 200,000,000 SQLite steps, "
+              "counting a step for each 4 bytes it allocates)");
+    note_lost(s, SQLITE_INTERRUPT);
+  } else {
+    rc = fail_sql(s, rc);
+  }
+  sqlite3_finalize(st);
+  LEAVE();
+  return rc;
+}
+
+/* What deleteAll drops, in order: views, then virtual tables (which take
+ * their shadow tables with them), then tables, each set by name; never
+ * SQLite's own tables (sqlite_*) nor the store's (_eutaxy_*). Each entry
+ * of *list is a DROP statement and its NUL. */
+static const char drop_list_sql[] =
+  "SELECT schema, type = 'view', name FROM ("
+  "  SELECT 'main' AS schema, type, name, sql FROM main.sqlite_schema"
+  "  UNION ALL SELECT 'temp', type, name, sql FROM temp.sqlite_schema)"
+  " WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+  "   AND name NOT LIKE '\\_eutaxy\\_%' ESCAPE '\\'"
+  " ORDER BY schema, type = 'table', sql NOT LIKE 'CREATE VIRTUAL TABLE%', name";
+
+static int list_drops(eu_store *s, eu_buf *list, int *n) {
+  sqlite3_stmt *st = NULL;
+  int rc, saved = s->internal;
+  *n = 0;
+  {
+    ENTER(s);
+    s->internal = 1;
+    rc = sqlite3_prepare_v2(s->db, drop_list_sql, -1, &st, NULL);
+    s->internal = saved;
+    LEAVE();
+  }
+  if (rc != SQLITE_OK) return fail_sql(s, rc);
+  while ((rc = is_step(s, st)) == 1) {
+    int e = eu_buf_puts(list, sqlite3_column_int(st, 1) ? "DROP VIEW IF EXISTS " : "DROP TABLE IF EXISTS ");
+    if (e == EU_OK) e = put_ident(list, (const char *)sqlite3_column_text(st, 0));
+    if (e == EU_OK) e = eu_buf_putc(list, '.');
+    if (e == EU_OK) e = put_ident(list, (const char *)sqlite3_column_text(st, 2));
+    if (e == EU_OK) e = eu_buf_putc(list, 0);
+    if (e != EU_OK) {
+      rc = fail(s, EU_ENOMEM, "out of memory");
+      break;
+    }
+    (*n)++;
+  }
+  sqlite3_finalize(st);
+  return rc < 0 ? rc : EU_OK;
+}
+
+/* Drops what list_drops listed, letting SQLite keep the foreign keys: a
+ * table whose rows another table still refers to without deferring
+ * (RESTRICT, or an immediate NO ACTION) cannot go before that table, so a
+ * drop SQLite refuses for a constraint waits for the next pass. Each pass
+ * drops at least one table, or what is left refers to itself in a cycle,
+ * and is dropped with the foreign keys deferred (*deferring). In this
+ * order the rows a drop deletes settle the references they broke, and a
+ * reference broken before deleteAll goes with its row. Not so within that
+ * cycle: with the keys deferred SQLite counts apart, and setting the
+ * pragma back off forgets, what the drops settle, so a reference broken
+ * before deleteAll in one of its tables still fails the turn's commit. */
+static int drop_listed(eu_store *s, const eu_buf *list, int n, int *dropped, int *deferring) {
+  char *done = calloc((size_t)(n ? n : 1), 1);
+  int left = n, rc = EU_OK;
+  if (!done) return fail(s, EU_ENOMEM, "out of memory");
+  while (left > 0 && rc >= 0) {
+    const char *p = list->p;
+    int i, progress = 0;
+    for (i = 0; i < n && rc >= 0; i++, p += strlen(p) + 1) {
+      if (done[i]) continue;
+      rc = exec_metered(s, p);
+      if (rc >= 0) {
+        done[i] = 1;
+        left--;
+        progress = *dropped = 1;
+      } else if ((sqlite3_extended_errcode(s->db) & 0xff) == SQLITE_CONSTRAINT) {
+        /* A reference (RESTRICT raises as a trigger) or what an ON DELETE
+         * action did to a table still there: its turn comes later. */
+        rc = EU_OK;
+      }
+    }
+    if (rc >= 0 && !progress && left > 0) {
+      if (*deferring) {
+        char msg[EU_ERRLEN];
+        memcpy(msg, s->errmsg, sizeof msg);
+        rc = eu_store_error(s, EU_ESQL, "storage:deleteAll: %s", msg);
+      } else if ((rc = is_run(s, IS_FK_DEFER)) >= 0) {
+        *deferring = 1;
+      }
+    }
+  }
+  free(done);
+  return rc;
+}
+
+int eu_store_delete_all(eu_store *s) {
+  eu_buf list;
+  int64_t deferred = 0;
+  int rc, n = 0, dropped = 0, deferring = 0;
+  if ((rc = eu_store_savepoint(s)) < 0) return rc;
+  reset_busy(s);  /* a statement still reading a table would keep it from being dropped */
+  meter_begin(s);
+  eu_buf_init(&list);
+  if ((rc = is_integer(s, IS_FK_DEFERRED, &deferred)) >= 0 && (rc = list_drops(s, &list, &n)) >= 0) {
+    if (deferred) deferring = 1;  /* the user's own setting: keys are deferred already */
+    rc = drop_listed(s, &list, n, &dropped, &deferring);
+    if (deferring && !deferred) {
+      char msg[EU_ERRLEN];
+      memcpy(msg, s->errmsg, sizeof msg);
+      if (is_run(s, IS_FK_UNDEFER) < 0 && rc >= 0) rc = EU_ESQL;
+      else memcpy(s->errmsg, msg, sizeof msg);
+    }
+  }
+  eu_buf_free(&list);
+  if (rc >= 0) rc = is_run(s, IS_KV_DEL_ALL);
+  if (rc >= 0) rc = eu_store_delete_alarm(s);
+  if (rc < 0) {
+    char msg[EU_ERRLEN];
+    memcpy(msg, s->errmsg, sizeof msg);
+    eu_store_rollback_to(s);
+    memcpy(s->errmsg, msg, sizeof msg);
+    return rc;
+  }
+  /* A DROP need not change a row, so the turn says it wrote. */
+  if (dropped) s->turn_writer = 1;
+  return eu_store_release(s);
+}
+
+int eu_store_database_size(eu_store *s, int64_t *bytes) {
+  int64_t pages = 0, size = 0;
+  int rc;
+  *bytes = 0;
+  if ((rc = eu_store_touch(s)) < 0) return rc;
+  if ((rc = is_integer(s, IS_PAGE_COUNT, &pages)) < 0 || (rc = is_integer(s, IS_PAGE_SIZE, &size)) < 0)
+    return rc;
+  *bytes = pages * size;
+  return EU_OK;
+}
 
 /* Snapshots */
 

@@ -186,6 +186,16 @@ typedef int (*eu_kv_each)(void *ud, const char *key, size_t klen,
                           const void *val, size_t vlen);
 int eu_store_kv_list(eu_store *s, const eu_kv_range *r, eu_kv_each each, void *ud);
 
+/* deleteAll, as Cloudflare's SQLite-backed objects have it (compatibility
+ * date 2026-02-24 and later): every table, view and virtual table of the
+ * database (with their indexes and triggers), the engines' tables
+ * (eutaxy_*) included, every key-value pair and the alarm, all or nothing,
+ * in the turn. The store's hidden tables (_eutaxy_*) stay, emptied of the
+ * object's pairs and alarm. */
+int eu_store_delete_all(eu_store *s);
+/* The database's size in bytes, page_count * page_size, as the turn sees it. */
+int eu_store_database_size(eu_store *s, int64_t *bytes);
+
 /* The alarm row. has=0 when no alarm is set. retry is the retry count of a
  * failed alarm waiting for its next attempt (0 for an alarm set by user code).
  * set and delete touch the turn; get does not begin one (the host reads the

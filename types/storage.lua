@@ -32,8 +32,16 @@ function Storage:delete(key) end
 ---@return { key: string, value: any }[]
 function Storage:list(options) end
 
---- Removes every key-value pair (not the SQL tables, not the alarm).
+--- Deletes everything the object stored, as one unit, as Cloudflare's
+--- SQLite-backed objects do (compatibility date 2026-02-24 on): drops every
+--- table, view and virtual table (the fanout's and the scheduler's too),
+--- removes every key-value pair and deletes the alarm.
 function Storage:deleteAll() end
+
+--- Returns at once: the writes of the turn commit when it yields or returns,
+--- and nothing it sends (an answer, a call) leaves before they are durable.
+--- Not a yield point.
+function Storage:sync() end
 
 --- The alarm's time in ms since 1970, or nil. Nil while the alarm handler
 --- runs, unless it set a new one.
@@ -65,6 +73,7 @@ function Storage:transactionSync(fn, ...) end
 
 --- self.ctx.storage.sql
 ---@class eutaxy.SqlStorage
+---@field databaseSize integer the database's size in bytes (page_count * page_size), read afresh each time
 local SqlStorage = {}
 
 --- Runs query; with several statements, bindings and the cursor belong to

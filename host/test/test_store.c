@@ -354,6 +354,113 @@ static void test_kv_in_c(void) {
   eu_store_close(s);
 }
 
+/* The object's own tables, views and the like, counted straight from the schema. */
+static int user_objects(eu_store *s) {
+  return count_raw(s, "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE '\\_eutaxy\\_%' ESCAPE '\\' "
+                      "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'");
+}
+
+static void test_delete_all_drops_everything_but_the_host_tables(void) {
+  eu_store *s = open_store();
+  const void *val;
+  size_t vlen;
+  int has, retry;
+  int64_t at;
+  ASSERT_OK(sql_run(s, "CREATE TABLE \"odd \"\"name\" (x); CREATE INDEX i ON \"odd \"\"name\"(x);"
+                       "CREATE VIEW v AS SELECT 1; CREATE TEMP TABLE tmp (y); INSERT INTO tmp VALUES (1);"
+                       "CREATE TABLE p (id INTEGER PRIMARY KEY); CREATE TABLE c (p REFERENCES p(id));"
+                       "INSERT INTO p VALUES (1); INSERT INTO c VALUES (1)"));
+  ASSERT_OK(eu_store_exec_internal(s, "CREATE TABLE eutaxy_engine (z)"));
+  ASSERT_OK(eu_store_kv_put(s, "k", 1, "v", 1));
+  ASSERT_OK(eu_store_set_alarm(s, 1000, 0));
+  ASSERT_OK(eu_store_commit(s));
+  eu_store_clear_alarm_dirty(s);
+  ASSERT_EQ(user_objects(s), 6);
+  ASSERT_OK(eu_store_delete_all(s));
+  ASSERT(eu_store_turn_wrote(s));
+  ASSERT(eu_store_alarm_dirty(s));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_EQ(user_objects(s), 0);
+  ASSERT_EQ(count_raw(s, "SELECT count(*) FROM sqlite_temp_schema"), 0);
+  ASSERT_EQ(eu_store_kv_get(s, "k", 1, &val, &vlen), 0);
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT_EQ(has, 0);
+  /* nothing left to drop: a deleteAll that changes nothing writes nothing */
+  ASSERT_OK(eu_store_delete_all(s));
+  ASSERT(!eu_store_turn_wrote(s));
+  ASSERT_OK(eu_store_commit(s));
+  eu_store_close(s);
+}
+
+/* What the checker relies on to rewind a run past a deleteAll. */
+static void test_delete_all_is_undone_by_a_checkpoint(void) {
+  eu_store *s = open_store();
+  ASSERT_OK(sql_run(s, "CREATE TABLE t (x); INSERT INTO t VALUES (1), (2)"));
+  ASSERT_OK(eu_store_set_alarm(s, 1000, 0));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_baseline_begin(s));
+  ASSERT_OK(eu_store_checkpoint(s));
+  ASSERT_OK(eu_store_delete_all(s));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(sql_run(s, "CREATE TABLE t (other)"));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 0));
+  ASSERT_EQ(scalar(s, "SELECT sum(x) FROM t"), 3);
+  ASSERT_EQ(alarm_at(s), 1000);
+  ASSERT_OK(eu_store_rollback(s));
+  ASSERT_OK(eu_store_baseline_end(s));
+  eu_store_close(s);
+}
+
+static void test_delete_all_is_one_unit(void) {
+  eu_store *s = open_store();
+  ASSERT_OK(sql_run(s, "CREATE TABLE t (x); INSERT INTO t VALUES (1)"));
+  ASSERT_OK(eu_store_commit(s));
+  /* in a savepoint rolled back, as transactionSync undoes it */
+  ASSERT_OK(eu_store_savepoint(s));
+  ASSERT_OK(eu_store_delete_all(s));
+  ASSERT_EQ(user_objects(s), 0);
+  ASSERT_OK(eu_store_rollback_to(s));
+  ASSERT_EQ(scalar(s, "SELECT x FROM t"), 1);
+  ASSERT_OK(eu_store_commit(s));
+  eu_store_close(s);
+}
+
+static void test_delete_all_drops_children_before_their_parents(void) {
+  eu_store *s = open_store();
+  char sql[160];
+  int i;
+  /* a01 refers to a00, a02 to a01, ...: listed by name, every parent
+   * comes before its child, and SQLite refuses its drop until the child
+   * has gone, a pass later */
+  ASSERT_OK(sql_run(s, "CREATE TABLE a00 (id INTEGER PRIMARY KEY); INSERT INTO a00 VALUES (1)"));
+  for (i = 1; i < 40; i++) {
+    snprintf(sql, sizeof sql, "CREATE TABLE a%02d (id INTEGER PRIMARY KEY, up REFERENCES a%02d(id));"
+             "INSERT INTO a%02d VALUES (1, 1)", i, i - 1, i);
+    ASSERT_OK(sql_run(s, sql));
+  }
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_delete_all(s));
+  ASSERT_EQ(user_objects(s), 0);
+  ASSERT_OK(eu_store_commit(s));
+  eu_store_close(s);
+}
+
+static void test_database_size_is_page_count_times_page_size(void) {
+  eu_store *s = open_store();
+  int64_t before, after;
+  ASSERT_OK(eu_store_database_size(s, &before));
+  ASSERT_EQ(before, count_raw(s, "PRAGMA page_count") * count_raw(s, "PRAGMA page_size"));
+  ASSERT_OK(sql_run(s, "CREATE TABLE b (x); INSERT INTO b VALUES (zeroblob(100000))"));
+  ASSERT_OK(eu_store_database_size(s, &after));
+  ASSERT(after >= before + 100000);
+  ASSERT_OK(eu_store_rollback(s));
+  ASSERT_OK(eu_store_database_size(s, &after));
+  ASSERT_EQ(after, before);
+  ASSERT_OK(eu_store_commit(s));
+  eu_store_close(s);
+}
+
 static void test_snapshot_and_restore_round_trip(void) {
   eu_store *s = open_store();
   unsigned char *img, junk[4096];
@@ -881,6 +988,11 @@ static const test tests[] = {
   T(test_savepoints_nest),
   T(test_alarm_row_and_dirty_flag),
   T(test_kv_in_c),
+  T(test_delete_all_drops_everything_but_the_host_tables),
+  T(test_delete_all_is_undone_by_a_checkpoint),
+  T(test_delete_all_is_one_unit),
+  T(test_delete_all_drops_children_before_their_parents),
+  T(test_database_size_is_page_count_times_page_size),
   T(test_snapshot_and_restore_round_trip),
   T(test_lua_exec_runs_every_statement_and_binds_the_last),
   T(test_lua_exec_binds_each_type),

@@ -103,9 +103,9 @@ local function invoke(fn, ...)
 end
 
 ---@class eutaxy.SqlStorage
+---@field databaseSize integer the database's size in bytes, read afresh at every access
 ---@field private _exec function
 local SqlStorage = {}
-SqlStorage.__index = SqlStorage
 SqlStorage.__name = "eutaxy.SqlStorage"
 
 --- Runs query; with several statements, bindings and the cursor belong to
@@ -166,9 +166,17 @@ function Storage:list(options)
   return result
 end
 
---- Removes every key-value pair (not the SQL tables, not the alarm).
+--- Deletes everything the object stored, as one unit: drops every table,
+--- view and virtual table (the fanout's and the scheduler's too), removes
+--- every key-value pair and deletes the alarm.
 function Storage:deleteAll()
   invoke(self._fns.deleteAll)
+end
+
+--- Returns at once: the turn's writes commit when it yields or returns,
+--- and nothing it sends leaves before they are durable. Not a yield point.
+function Storage:sync()
+  invoke(self._fns.sync)
 end
 
 --- The alarm's time in ms since the epoch, or nil.
@@ -203,8 +211,16 @@ end
 ---@param fns table
 ---@return eutaxy.Storage
 function storage.new(fns)
+  -- databaseSize is a property, as on Cloudflare: the instance's own class
+  -- has the methods, and asks the store for the size whenever it is read.
+  local size = fns.databaseSize
+  local class = setmetatable({ exec = SqlStorage.exec }, {
+    __index = function(_, k)
+      if k == "databaseSize" then return invoke(size) end
+    end,
+  })
   return setmetatable({
-    sql = setmetatable({ _exec = fns.exec }, SqlStorage),
+    sql = setmetatable({ _exec = fns.exec }, { __index = class, __name = SqlStorage.__name }),
     _fns = fns,
   }, Storage)
 end
