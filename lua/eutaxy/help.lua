@@ -64,7 +64,8 @@ help.commands = {
     synopsis = "WRANGLER.jsonc [options]",
     summary = "serve a wrangler.jsonc's worker and objects over HTTP",
     description = "Runs the worker and its objects as a local HTTP/1.1 server on the wall clock, one SQLite "
-      .. "file per object under --state, alarms re-armed at start-up. An answer leaves only once the writes "
+      .. "file per object under --state, alarms re-armed at start-up. env holds the config's vars and the "
+      .. "secrets of the .dev.vars file beside it. An answer leaves only once the writes "
       .. "it follows are durable; the writes of concurrent requests share one sync per file. Idle objects "
       .. "are evicted and come back on their next call. SIGINT or SIGTERM finish the requests in flight and "
       .. "close every database.",
@@ -252,6 +253,18 @@ function help.roff()
       out[#out + 1] = "Exit status: " .. roff_escape(c.exit) .. "."
     end
   end
+  out[#out + 1] = ".SH FILES"
+  out[#out + 1] = ".TP"
+  out[#out + 1] = ".B wrangler.jsonc"
+  out[#out + 1] = roff_escape("the worker's config, in Wrangler's format: main, durable_objects.bindings (names "
+    .. "to classes), and vars (names to strings, numbers, booleans or JSON objects and arrays), which env "
+    .. "holds in the worker and in every object; other fields are ignored")
+  out[#out + 1] = ".TP"
+  out[#out + 1] = ".B .dev.vars"
+  out[#out + 1] = roff_escape("beside wrangler.jsonc, if there is one: secrets, NAME=value a line, as Wrangler "
+    .. "reads them (dotenv: export, quotes, # comments); env holds them over the vars of the same name. "
+    .. "A line that does not read, or a name a binding has, is an error naming the file and the line. "
+    .. "check, serve and a spec's world read it; a scenario's vars and a world's go over both")
   out[#out + 1] = ".SH ENVIRONMENT"
   out[#out + 1] = ".TP"
   out[#out + 1] = ".B EUTAXY_LUADIR"
