@@ -298,16 +298,21 @@ return function(input, fns, end_turn)
     elseif op == 239 then
       local ok, err = pcall(st.deleteAll, st)
       if ok then
-        check(#st:list() == 0, "deleteAll left pairs")
-        check(st:getAlarm() == nil, "deleteAll left the alarm")
-        check(st.sql:exec("SELECT count(*) AS n FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
-          .. " AND name NOT LIKE '\\_eutaxy\\_%' ESCAPE '\\'"):one().n == 0, "deleteAll left a table")
+        budget()
+        local counted, left = pcall(function()
+          return #st:list() + (st:getAlarm() and 1 or 0) + st.sql:exec("SELECT count(*) AS n FROM sqlite_schema"
+            .. " WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_eutaxy\\_%' ESCAPE '\\'"):one().n
+        end)
+        if counted then check(left == 0, "deleteAll left %d pairs, alarms or tables", left)
+        else api_error("storage:list after deleteAll", left) end
       else
         api_error("storage:deleteAll", err)
       end
     elseif op == 238 then
-      st:sync()
-      local ok, size = pcall(function() return st.sql.databaseSize end)
+      local ok, size = pcall(function()
+        st:sync()
+        return st.sql.databaseSize
+      end)
       if ok then check(math.type(size) == "integer" and size > 0, "databaseSize is %s", tostring(size))
       else api_error("storage.sql.databaseSize", size) end
     else
