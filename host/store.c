@@ -1423,7 +1423,7 @@ void eu_store_clear_alarm_dirty(eu_store *s) { s->alarm_dirty = 0; }
 
 /* deleteAll and the database's size */
 
-/* Appends name to b as a quoted SQL identifier, and a NUL. */
+/* Appends name to b as a quoted SQL identifier. */
 static int put_ident(eu_buf *b, const char *name) {
   int rc = eu_buf_putc(b, '"');
   for (; rc == EU_OK && *name; name++)
@@ -1522,7 +1522,11 @@ static int list_drops(eu_store *s, eu_buf *list, int *n) {
     }
     (*n)++;
   }
-  sqlite3_finalize(st);
+  {
+    ENTER(s);
+    sqlite3_finalize(st);
+    LEAVE();
+  }
   return rc < 0 ? rc : EU_OK;
 }
 
