@@ -824,10 +824,10 @@ static int push_boot(lua_State *L) {
   }
   if (w->vars) {
     char err[EU_ERRLEN];
-    int n = 0;
-    if (eu_clone_decode(L, w->vars, w->o.vars_len, &n, err, sizeof err) != EU_OK)
+    int nvals = 0;
+    if (eu_clone_decode(L, w->vars, w->o.vars_len, &nvals, err, sizeof err) != EU_OK)
       return luaL_error(L, "the env's vars: %s", err);
-    if (n != 1) return luaL_error(L, "the env's vars are %d values, not one", n);
+    if (nvals != 1) return luaL_error(L, "the env's vars are %d values, not one", nvals);
   } else {
     lua_pushnil(L);
   }
