@@ -2,8 +2,8 @@
  * fault.h: the kinds of fault the checker injects, and their names.
  *
  * A fault strikes at a *fault point*, a place in the world where the real
- * platform could fail: an RPC call, an alarm firing, the delivery of a call
- * to an object, the answer of a drive request. Each fault point is a choice
+ * platform could fail: an RPC call, an alarm or cron firing, the delivery of
+ * a call to an object, the answer of a drive request. Each fault point is a choice
  * (eu_world_choose with EU_CHOICE_FAULT) between no fault and every kind the
  * run may still inject there, so the explorer reaches every fault at every
  * point without knowing what a fault is.
@@ -22,6 +22,8 @@ enum {
   EU_FAULT_RESEND,        /* the client resends a drive request whose answer it lost */
   EU_FAULT_DELIVERY_FAIL, /* a fanout target's callback fails */
   EU_FAULT_DELIVERY_TIMEOUT, /* a fanout target's callback times out */
+  EU_FAULT_CRON_FAIL,     /* a cron invocation fails before its handler runs: retried on the ladder */
+  EU_FAULT_CRON_LOST,     /* a cron invocation ran; its outcome is lost: it runs again */
   EU_FAULT_NKINDS
 };
 

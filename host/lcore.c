@@ -27,6 +27,7 @@
 #include "lstore.h"
 #include "fault.h"
 #include "lagenda.h"
+#include "lcron.h"
 #include "lcore.h"
 #include "serve.h"
 #include "lfanout.h"
@@ -160,6 +161,14 @@ static int c_fetch(lua_State *L) {
   return lua_yield(L, 0);
 }
 
+/* no_retry(): controller:noRetry() of the scheduled invocation running. */
+static int c_no_retry(lua_State *L) {
+  eu_task *t = eu_world_running(L);
+  if (!t || eu_task_no_retry(t) != EU_OK)
+    return luaL_error(L, "noRetry() belongs to the controller of a scheduled invocation, while it runs");
+  return 0;
+}
+
 static int c_in_invocation(lua_State *L) {
   lua_pushboolean(L, eu_world_running(L) != NULL);
   return 1;
@@ -264,6 +273,7 @@ static const luaL_Reg isolate_funcs[] = {
   {"call", c_call},
   {"fetch", c_fetch},
   {"in_invocation", c_in_invocation},
+  {"no_retry", c_no_retry},
   {"uuid", c_uuid},
   {"id_from_name", c_id_from_name},
   {"new_unique_id", c_new_unique_id},
@@ -307,8 +317,28 @@ static const char *opt_string(lua_State *L, int t, const char *field, int requir
   return s;
 }
 
+/* The array of strings at field of the table at t, for the world to copy:
+ * a userdata left on the stack (so an error cannot leak it), the strings
+ * kept alive by the table. */
+static const char **string_list(lua_State *L, int t, const char *field, int *n) {
+  const char **list;
+  int i;
+  lua_getfield(L, t, field);
+  *n = lua_istable(L, -1) ? (int)luaL_len(L, -1) : 0;
+  list = lua_newuserdatauv(L, (size_t)(*n ? *n : 1) * sizeof *list, 0);
+  for (i = 0; i < *n; i++) {
+    lua_geti(L, -2, i + 1);
+    if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "eutaxy.core.world: %s[%d] must be a string", field, i + 1);
+    list[i] = lua_tostring(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_remove(L, -2);
+  return list;
+}
+
 /* core.world{ entry=, libdir=, projectdir=, bindings = { {name=, class_name=, entry=}, ... },
- *             vars = { NAME = value, ... }, seed=, start=, cpuLimit=, memLimit=, echo= } */
+ *             vars = { NAME = value, ... }, crons = { "*\/5 * * * *", ... }, seed=, start=,
+ *             cpuLimit=, memLimit=, echo= } */
 static int l_world(lua_State *L) {
   eu_world_opts o;
   eu_binding *b = NULL;
@@ -331,6 +361,7 @@ static int l_world(lua_State *L) {
   lua_getfield(L, 1, "echo");
   o.echo_log = lua_toboolean(L, -1);
   lua_pop(L, 5);
+  o.crons = string_list(L, 1, "crons", &o.ncrons);
   lua_getfield(L, 1, "bindings");
   n = lua_istable(L, -1) ? (int)luaL_len(L, -1) : 0;
   lw = lua_newuserdatauv(L, sizeof *lw, 0);
@@ -475,6 +506,16 @@ static int w_run_alarm(lua_State *L) {
   return 1 + finish_slot(L, lw->w, slot);
 }
 
+/* w:run_cron(expr) -> ok, ... (the handler's results, or false and its error) */
+static int w_run_cron(lua_State *L) {
+  lworld *lw = check_world(L);
+  const char *expr = luaL_checkstring(L, 2);
+  char err[EU_ERRLEN];
+  int slot = eu_world_run_cron(lw->w, expr, err, sizeof err);
+  if (slot < 0) return luaL_error(L, "%s", err);
+  return finish_slot(L, lw->w, slot);
+}
+
 static int w_reset(lua_State *L) {
   lworld *lw = check_world(L);
   eu_object *o = check_object(L, lw->w, 2);
@@ -597,6 +638,7 @@ static const luaL_Reg world_methods[] = {
   {"now", w_now},
   {"elapsed", w_elapsed},
   {"run_alarm", w_run_alarm},
+  {"run_cron", w_run_cron},
   {"reset", w_reset},
   {"exec", w_exec},
   {"id_from_name", w_id_from_name},
@@ -722,5 +764,6 @@ int eu_open_core_host(lua_State *L) {
   lua_setfield(L, -2, "version");
   eu_open_check(L);  /* adds explore to the module table */
   eu_open_serve(L);  /* adds serve */
+  eu_open_cron(L);   /* adds cron_check and cron_next */
   return 1;
 }

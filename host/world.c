@@ -1,8 +1,8 @@
 /*
  * world.c: objects, tasks, turns and the dispatch loop.
  *
- * A task is one invocation: the coroutine that runs fetch, an RPC method or
- * an alarm handler inside an isolate. It runs a *turn* at a time: from its
+ * A task is one invocation: the coroutine that runs fetch, an RPC method, an
+ * alarm handler or the worker's scheduled() for a cron inside an isolate. It runs a *turn* at a time: from its
  * start or a wake-up to its next yield point or its end. A turn's writes are
  * one transaction, committed when the turn ends at a yield point or a return
  * and rolled back when it raises. Only one turn runs at a time in a world,
@@ -28,6 +28,7 @@
 
 #include "arena.h"
 #include "clone.h"
+#include "cron.h"
 #include "eutaxy.h"
 #include "fault.h"
 #include "heapprint.h"
@@ -37,8 +38,8 @@
 #include "store.h"
 #include "world.h"
 
-enum { EU_EV_START = 1, EU_EV_RESUME, EU_EV_ALARM, EU_EV_CRASH, EU_EV_ARRIVE };
-enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM };
+enum { EU_EV_START = 1, EU_EV_RESUME, EU_EV_ALARM, EU_EV_CRASH, EU_EV_ARRIVE, EU_EV_CRON };
+enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM, EU_TASK_SCHEDULED };
 enum { EU_WAIT_NONE = 0, EU_WAIT_CALL, EU_WAIT_SLEEP };
 
 #define EU_LABEL 128
@@ -109,6 +110,12 @@ struct eu_task {
   int lose_answer;      /* fault: the answer never reaches the caller */
   int crash_caller;     /* fault: the caller crashes right after the answer */
   int alarm_lost;       /* fault: the alarm's completion is lost */
+  int cron;             /* a scheduled invocation: which cron (index in the world's) */
+  int cron_retry;       /* its retry, 0 for the firing itself */
+  int64_t cron_due;     /* controller.scheduledTime: when the firing was due */
+  int cron_lost;        /* fault: its outcome is lost */
+  int cron_asked;       /* started by eu_world_run_cron: not retried */
+  int no_retry;         /* its handler called controller:noRetry() */
   /* Identity for reduction (reduce.h): derived from the task that made it
    * and how many calls that task had made, so it is the same in every run,
    * whatever other objects did meanwhile. */
@@ -131,6 +138,12 @@ typedef struct eu_root {
   int sleeps;
 } eu_root;
 
+/* A cron's invocations in a run, for labels and the cron-lost bound. */
+typedef struct cron_count {
+  int runs;             /* firings and retries */
+  int redeliveries;     /* of them, run again because an outcome was lost */
+} cron_count;
+
 typedef struct eu_slot {
   int used, done;
   char *data;
@@ -152,6 +165,11 @@ struct eu_world {
   int nresident;      /* objects with an isolate or an open store */
   size_t index_mask;
   eu_object *worker;
+  eu_cron *crons;     /* the worker's cron triggers, parsed */
+  char **cron_exprs;  /* as the config wrote them: controller.cron */
+  int64_t *cron_last; /* the last due time of each that a run fires (max_crons), or INT64_MAX */
+  cron_count *cron_counts;
+  int ncrons;
   eu_task *tasks;     /* live tasks, newest first */
   int64_t next_task;
   eu_task *running;
@@ -1029,6 +1047,11 @@ static void identify(eu_world *w, eu_event *ev, const eu_task *from) {
     ev->id = eu_mix64(0xa77u, (uint64_t)ev->a);
     ev->res = EU_RES_DRIVE;
     break;
+  case EU_EV_CRON:
+    /* a cron's firing is named by the cron, its due time and its retry */
+    ev->id = eu_mix64(0xc407u, eu_mix64((uint64_t)ev->a, (uint64_t)ev->b));
+    ev->res = EU_RES_WORKER;
+    break;
   }
   ev->creator = w->step_open ? w->step : -1;
 }
@@ -1188,6 +1211,50 @@ static void alarm_failed(eu_world *w, eu_object *o, int failed_retry) {
   eu_store_clear_alarm_dirty(o->store);
 }
 
+/* ---- crons ------------------------------------------------------------- */
+
+/* A cron event names the cron and the retry in a, and when the firing was
+ * due (ms since 1970) in b: the retries of a firing keep its due time, as
+ * controller.scheduledTime. */
+#define CRON_A(i, retry) ((int64_t)(i) | (int64_t)(retry) << 16)
+
+static int queue_cron(eu_world *w, int i, int retry, int64_t due, int64_t at) {
+  return push_event(w, EU_EV_CRON, at - w->o.start_ms, CRON_A(i, retry), due, NULL, 0);
+}
+
+/* A cron invocation did not succeed. Cloudflare's runtime reports a failed
+ * scheduled() as one to retry unless the handler called
+ * controller.noRetry(), and documents no schedule for the retries: eutaxy
+ * retries it on the ladder of alarms, 2, 4, 8, 16, 32 and 64 s, then drops
+ * that firing (the next ones come as due). An outcome that was lost is
+ * retried whatever the handler asked: the platform never heard it. A run
+ * asked for (eu_world_run_cron) is not retried. */
+static void cron_failed(eu_world *w, eu_task *t, int lost) {
+  int retry = t->cron_retry + 1;
+  const char *expr = w->cron_exprs[t->cron];
+  if (t->cron_asked) return;
+  if (t->no_retry && !lost) {
+    trace(w, "%s  not retried: its handler called controller:noRetry()", t->label);
+    record(w, "note", w->worker->tag, NULL, "%s not retried (noRetry)", t->label);
+    if (w->o.echo_log) fprintf(stderr, "[cron %s] not retried: the handler called noRetry()\n", expr);
+    return;
+  }
+  if (retry > EU_ALARM_MAX_RETRIES) {
+    trace(w, "%s  dropped after %d retries", t->label, EU_ALARM_MAX_RETRIES);
+    record(w, "note", w->worker->tag, NULL, "%s dropped after %d retries", t->label, EU_ALARM_MAX_RETRIES);
+    if (w->o.echo_log) fprintf(stderr, "[cron %s] dropped after %d retries\n", expr, EU_ALARM_MAX_RETRIES);
+    return;
+  }
+  {
+    int64_t delay = (int64_t)1000 << retry;
+    trace(w, "%s  retry %d of %d in %" PRId64 "s", t->label, retry, EU_ALARM_MAX_RETRIES, delay / 1000);
+    record(w, "note", w->worker->tag, NULL, "%s retry %d in %" PRId64 "s", t->label, retry, delay / 1000);
+    if (w->o.echo_log)
+      fprintf(stderr, "[cron %s] retry %d of %d in %" PRId64 "s\n", expr, retry, EU_ALARM_MAX_RETRIES, delay / 1000);
+    queue_cron(w, t->cron, retry, t->cron_due, now_abs(w) + delay);
+  }
+}
+
 /* ---- running turns ---------------------------------------------------- */
 
 static void finish(eu_world *w, eu_task *t, int ok, char *data, size_t len) {
@@ -1203,6 +1270,15 @@ static void finish(eu_world *w, eu_task *t, int ok, char *data, size_t len) {
     }
     if (!ok) alarm_failed(w, o, t->alarm_retry);
     reconcile_alarm(w, o);
+  } else if (t->kind == EU_TASK_SCHEDULED) {
+    int lost = ok && t->cron_lost;
+    if (lost) {
+      /* It ran, but the platform never learnt how it went: it runs again. */
+      trace(w, "%s  its outcome is lost: it will run again", t->label);
+      record(w, "note", o->tag, NULL, "%s's outcome lost: it runs again", t->label);
+      w->cron_counts[t->cron].redeliveries++;
+    }
+    if (!ok || lost) cron_failed(w, t, lost);
   }
   if (data) answer(w, t, data, len);  /* NULL: answered already (answer_error) */
   free_task(w, t);
@@ -1291,10 +1367,13 @@ static void fail(eu_world *w, eu_task *t, lua_State *co) {
         lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
   record(w, "note", o->tag, NULL, "raised %s: %.120s", lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error",
          lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
-  if ((t->kind == EU_TASK_FETCH && t->origin_slot) || t->kind == EU_TASK_ALARM)
-    note_uncaught(w, t->kind == EU_TASK_ALARM ? t->label : "fetch",
+  if ((t->kind == EU_TASK_FETCH && t->origin_slot) || t->kind == EU_TASK_ALARM || t->kind == EU_TASK_SCHEDULED)
+    note_uncaught(w, t->kind == EU_TASK_FETCH ? "fetch" : t->label,
                   lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error",
                   lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+  if (t->kind == EU_TASK_SCHEDULED && w->o.echo_log)
+    fprintf(stderr, "[cron %s] scheduled() raised %s: %s\n", w->cron_exprs[t->cron],
+            lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
   lua_settop(L, 0);
   eu_isolate_reserve(o->iso, 0);
   if (rc != EU_OK) {
@@ -1320,6 +1399,15 @@ static void strike_waiting(eu_world *w, eu_task *t) {
   if (fault_on(w, EU_FAULT_BIT(EU_FAULT_RESET), label, t->obj->tag) != EU_FAULT_RESET) return;
   if (t->obj->ns >= 0) {
     eu_world_reset(w, t->obj);
+    return;
+  }
+  if (t->kind == EU_TASK_SCHEDULED) {
+    /* The machine it ran on went away: the invocation failed. */
+    trace(w, "%s  ends: the worker went away while it waited", t->label);
+    record(w, "note", t->obj->tag, NULL, "%s ends: the worker went away", t->label);
+    answer_error(w, t, "Error", "the scheduled invocation ended: the worker went away while it waited", 0, 1);
+    cron_failed(w, t, 0);
+    free_task(w, t);
     return;
   }
   trace(w, "%s  ends: its client went away while it waited", t->label);
@@ -1425,7 +1513,12 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
     fail(w, t, co);
     return;
   }
-  /* Returned: answer true and the results. */
+  /* Returned: answer true and the results (a cron's firing has no one to
+   * answer: what its handler returns is dropped, whatever it is). */
+  if (t->kind == EU_TASK_SCHEDULED && !t->origin_slot) {
+    lua_settop(co, 0);
+    nres = 0;
+  }
   {
     eu_buf b, tmp;
     char *data;
@@ -1464,6 +1557,9 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
       if (t->kind == EU_TASK_ALARM) {
         trace(w, "%s  done", t->label);
         record(w, "note", o->tag, NULL, "alarm done");
+      } else if (t->kind == EU_TASK_SCHEDULED) {
+        trace(w, "%s  done", t->label);
+        record(w, "note", o->tag, NULL, "%s done", t->label);
       }
       else if (t->kind == EU_TASK_FETCH) trace(w, "%s  answered %s", t->label, fmtfetch(w, &tmp, data, len, 1));
       else trace(w, "%s  returned %s", t->label, fmtvals(&tmp, data, len, 1));
@@ -1477,6 +1573,7 @@ static const char *kind_name(int kind) {
   switch (kind) {
   case EU_TASK_FETCH: return "fetch";
   case EU_TASK_ALARM: return "alarm";
+  case EU_TASK_SCHEDULED: return "scheduled";
   default: return "call";
   }
 }
@@ -1522,6 +1619,10 @@ static int push_task(lua_State *L) {
     lua_pushboolean(L, t->alarm_retry > 0);
     lua_setfield(L, -2, "isRetry");
     j->n = 1;
+  } else if (t->kind == EU_TASK_SCHEDULED) {
+    lua_pushstring(L, t->obj->w->cron_exprs[t->cron]);
+    lua_pushinteger(L, (lua_Integer)t->cron_due);
+    j->n = 2;
   } else if (j->data) {
     j->rc = eu_clone_decode(L, j->data, j->len, &j->n, j->err, j->errlen);
     if (j->rc != EU_OK) return 0;
@@ -1704,6 +1805,56 @@ static void fire_alarm(eu_world *w, eu_object *o, int64_t gen) {
   start_task(w, t, NULL, 0);
 }
 
+/* A new scheduled invocation of cron i, due at due (ms since 1970). */
+static eu_task *cron_task(eu_world *w, int i, int retry, int64_t due) {
+  char label[EU_LABEL], event[32];
+  int runs = ++w->cron_counts[i].runs;
+  eu_task *t;
+  snprintf(event, sizeof event, "cron-%d", i + 1);
+  snprintf(label, sizeof label, "%s#%d", event, runs);
+  if (!(t = new_task(w, EU_TASK_SCHEDULED, w->worker, "scheduled", label))) return NULL;
+  /* labels read "cron-1#2 effect #0": the invocation is the delivery */
+  t->root = new_root(w, event, runs);
+  t->cron = i;
+  t->cron_retry = retry;
+  t->cron_due = due;
+  return t;
+}
+
+/* Cron i is due (again, for a retry): the worker's scheduled() runs, its
+ * next firing is queued, and the firing is a fault point. */
+static void fire_cron(eu_world *w, int i, int retry, int64_t due) {
+  char iso[24];
+  const char *expr;
+  int64_t next;
+  unsigned kinds;
+  int fault;
+  eu_task *t;
+  if (i < 0 || i >= w->ncrons) return;
+  expr = w->cron_exprs[i];
+  /* the next firing is due whatever becomes of this one */
+  if (retry == 0 && (next = eu_cron_next(&w->crons[i], due)) >= 0 && next <= w->cron_last[i])
+    queue_cron(w, i, 0, next, next);
+  if (!(t = cron_task(w, i, retry, due))) return;
+  t->ident = eu_mix64(eu_mix64(0xc408u + (uint64_t)i, (uint64_t)due), (uint64_t)retry);
+  eu_cron_iso(due, iso);
+  if (retry) trace(w, "%s  fires: %s, due %s (retry %d)", t->label, expr, iso, retry);
+  else trace(w, "%s  fires: %s, due %s", t->label, expr, iso);
+  if (retry) record(w, "alarm", w->worker->tag, NULL, "%s fires: %s (retry %d)", t->label, expr, retry);
+  else record(w, "alarm", w->worker->tag, NULL, "%s fires: %s", t->label, expr);
+  kinds = EU_FAULT_BIT(EU_FAULT_CRON_FAIL);
+  if (w->cron_counts[i].redeliveries < w->o.max_redeliveries) kinds |= EU_FAULT_BIT(EU_FAULT_CRON_LOST);
+  fault = fault_on(w, kinds, t->label, w->worker->tag);
+  if (fault == EU_FAULT_CRON_FAIL) {
+    /* The platform failed before the handler ran: nothing of it happened. */
+    cron_failed(w, t, 0);
+    free_task(w, t);
+    return;
+  }
+  t->cron_lost = fault == EU_FAULT_CRON_LOST;
+  start_task(w, t, NULL, 0);
+}
+
 static void dispatch(eu_world *w, eu_event *ev) {
   eu_task *t;
   switch (ev->kind) {
@@ -1734,6 +1885,9 @@ static void dispatch(eu_world *w, eu_event *ev) {
   case EU_EV_ARRIVE:
     /* The drive starts what arrived: it alone knows whether a call may be in flight now. */
     w->arrived = (int)ev->a + 1;
+    break;
+  case EU_EV_CRON:
+    fire_cron(w, (int)(ev->a & 0xffff), (int)(ev->a >> 16), ev->b);
     break;
   }
 }
@@ -1889,6 +2043,12 @@ int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t n
   return push_event(w, EU_EV_START, w->sched.now, callee->id, 0, payload, len);
 }
 
+int eu_task_no_retry(eu_task *t) {
+  if (t->kind != EU_TASK_SCHEDULED) return EU_EINVAL;
+  t->no_retry = 1;
+  return EU_OK;
+}
+
 int eu_task_sleep(eu_task *t, int64_t ms) {
   eu_world *w = t->obj->w;
   char *data;
@@ -2005,6 +2165,35 @@ int eu_world_run_alarm(eu_world *w, eu_object *o) {
   o->alarm_running = 1;
   o->alarm_gen++;  /* the scheduled firing is this one */
   trace(w, "%s  runs now (asked for)", label);
+  start_task(w, t, NULL, 0);
+  return slot;
+}
+
+int eu_world_run_cron(eu_world *w, const char *expr, char *err, size_t errlen) {
+  eu_task *t;
+  int i, slot;
+  for (i = 0; i < w->ncrons; i++)
+    if (strcmp(w->cron_exprs[i], expr) == 0) break;
+  if (i == w->ncrons) {
+    eu_buf list;
+    int k;
+    eu_buf_init(&list);
+    for (k = 0; k < w->ncrons; k++) eu_buf_printf(&list, "%s\"%s\"", k ? ", " : "", w->cron_exprs[k]);
+    eu_err(err, errlen, EU_EINVAL, "no cron \"%.100s\" in triggers.crons (%s%.300s)", expr,
+           w->ncrons ? "it lists " : "it lists none", list.p ? list.p : "");
+    eu_buf_free(&list);
+    return EU_EINVAL;
+  }
+  if (!(slot = new_slot(w))) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  if (!(t = cron_task(w, i, 0, now_abs(w)))) {
+    w->slots[slot - 1].used = 0;
+    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  t->origin_slot = slot;
+  t->cron_asked = 1;
+  t->ident = eu_mix64(0xc5a7u + (uint64_t)i, (uint64_t)w->cron_counts[i].runs);
+  trace(w, "%s  runs now (asked for): %s", t->label, w->cron_exprs[i]);
+  record(w, "alarm", w->worker->tag, NULL, "%s runs now: %s", t->label, w->cron_exprs[i]);
   start_task(w, t, NULL, 0);
   return slot;
 }
@@ -2267,6 +2456,8 @@ int eu_world_checkpoint(eu_world *w) {
       return EU_ENOMEM;
   if (w->nroots && eu_buf_put(&c->blob, w->roots, (size_t)w->nroots * sizeof *w->roots) != EU_OK)
     return EU_ENOMEM;
+  if (w->ncrons && eu_buf_put(&c->blob, w->cron_counts, (size_t)w->ncrons * sizeof *w->cron_counts) != EU_OK)
+    return EU_ENOMEM;
   for (k = 0; k < w->sched.n; k++)
     if (eu_buf_put(&c->blob, &w->sched.heap[k], sizeof w->sched.heap[k]) != EU_OK ||
         (w->sched.heap[k].data && eu_buf_put(&c->blob, w->sched.heap[k].data, w->sched.heap[k].len) != EU_OK))
@@ -2390,6 +2581,8 @@ int eu_world_rewind(eu_world *w, int j) {
   }
   memcpy(w->roots, p, (size_t)sw->nroots * sizeof *w->roots);
   p += (size_t)sw->nroots * sizeof *w->roots;
+  memcpy(w->cron_counts, p, (size_t)w->ncrons * sizeof *w->cron_counts);
+  p += (size_t)w->ncrons * sizeof *w->cron_counts;
   for (k = 0; k < w->sched.n; k++) free(w->sched.heap[k].data);
   for (k = 0; ok && k < sw->sched.n; k++) {
     memcpy(&w->sched.heap[k], p, sizeof w->sched.heap[k]);
@@ -2486,6 +2679,11 @@ void eu_world_free(eu_world *w) {
   free(w->uncaught);
   free(w->undeclared);
   free((int *)w->o.alarm_caps);
+  for (i = 0; i < w->ncrons; i++) free(w->cron_exprs[i]);
+  free(w->cron_exprs);
+  free(w->crons);
+  free(w->cron_last);
+  free(w->cron_counts);
   free(w);
 }
 
@@ -2506,6 +2704,79 @@ static int env_limit(const char *name, int64_t most, int64_t *v, char *err, size
   return EU_OK;
 }
 
+/* The crons of o, parsed, and when each stops firing under max_crons: the
+ * first max_crons due times after the start, all crons merged in time
+ * order, are the run's; the cap is a horizon, not a count any fault or
+ * retry could change. */
+static int plan_crons(eu_world *w, const eu_world_opts *o, char *err, size_t errlen) {
+  int64_t *next;
+  int i, k;
+  if (o->ncrons <= 0) return EU_OK;
+  w->crons = calloc((size_t)o->ncrons, sizeof *w->crons);
+  w->cron_exprs = calloc((size_t)o->ncrons, sizeof *w->cron_exprs);
+  w->cron_last = calloc((size_t)o->ncrons, sizeof *w->cron_last);
+  w->cron_counts = calloc((size_t)o->ncrons, sizeof *w->cron_counts);
+  next = calloc((size_t)o->ncrons, sizeof *next);
+  if (!w->crons || !w->cron_exprs || !w->cron_last || !w->cron_counts || !next) {
+    free(next);
+    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  for (i = 0; i < o->ncrons; i++) {
+    char why[EU_ERRLEN];
+    if (!(w->cron_exprs[i] = dupstr(o->crons[i]))) {
+      free(next);
+      return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    }
+    w->ncrons++;
+    if (eu_cron_parse(&w->crons[i], o->crons[i], why, sizeof why) != EU_OK) {
+      free(next);
+      return eu_err(err, errlen, EU_EINVAL, "triggers.crons[%d] \"%.100s\": %s", i + 1, o->crons[i], why);
+    }
+    next[i] = eu_cron_next(&w->crons[i], w->o.start_ms);
+    w->cron_last[i] = o->max_crons > 0 ? -1 : INT64_MAX;
+  }
+  for (k = 0; k < o->max_crons; k++) {
+    int first = 0;
+    for (i = 1; i < w->ncrons; i++)
+      if (next[i] < next[first]) first = i;
+    w->cron_last[first] = next[first];
+    next[first] = eu_cron_next(&w->crons[first], next[first]);
+  }
+  free(next);
+  return EU_OK;
+}
+
+/* Whether the worker module exports a function of that name: its dispatch
+ * answers ("exports", name) outside any task. */
+static int worker_exports(eu_world *w, const char *name) {
+  lua_State *L = eu_isolate_L(w->worker->iso);
+  int yes = 0;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, w->worker->dispatch_ref);
+  lua_pushliteral(L, "exports");
+  lua_pushstring(L, name);
+  eu_isolate_arm(L, w->o.cpu_limit);  /* a module's metatable is user code */
+  if (lua_pcall(L, 2, 1, 0) == LUA_OK) yes = lua_toboolean(L, -1);
+  eu_isolate_arm(L, 0);
+  lua_settop(L, 0);
+  return yes;
+}
+
+/* The first firing of every cron that fires at all. */
+static int start_crons(eu_world *w, char *err, size_t errlen) {
+  int i;
+  if (w->ncrons == 0) return EU_OK;
+  if (!worker_exports(w, "scheduled"))
+    return eu_err(err, errlen, EU_EINVAL,
+                  "triggers.crons lists \"%.100s\", but %s exports no scheduled(controller, env, ctx) handler",
+                  w->cron_exprs[0], w->entry);
+  for (i = 0; i < w->ncrons; i++) {
+    int64_t first = eu_cron_next(&w->crons[i], w->o.start_ms);
+    if (first <= w->cron_last[i] && queue_cron(w, i, 0, first, first) != EU_OK)
+      return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  return EU_OK;
+}
+
 int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errlen) {
   eu_world *w;
   int i, rc;
@@ -2516,6 +2787,7 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
   if (!w) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   w->o = *o;
   w->o.alarm_caps = NULL;  /* copied below, once the world can free it */
+  w->o.crons = NULL;       /* copied by plan_crons */
   if (!w->o.start_ms) w->o.start_ms = EU_DEFAULT_START_MS;
   {
     int64_t mib = 0;
@@ -2586,9 +2858,13 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
     eu_world_free(w);
     return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   }
-  /* The worker is built now, so a broken worker file or a missing class is
-   * reported before anything runs. */
-  if ((rc = construct(w, w->worker, err, errlen)) != EU_OK) {
+  if ((rc = plan_crons(w, o, err, errlen)) != EU_OK) {
+    eu_world_free(w);
+    return rc;
+  }
+  /* The worker is built now, so a broken worker file, a missing class or a
+   * cron with no handler is reported before anything runs. */
+  if ((rc = construct(w, w->worker, err, errlen)) != EU_OK || (rc = start_crons(w, err, errlen)) != EU_OK) {
     eu_world_free(w);
     return rc;
   }

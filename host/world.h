@@ -2,8 +2,8 @@
  * world.h: a world of one worker and its objects, driven by the scheduler.
  *
  * The world owns the objects (each an isolate and a store), the tasks (an
- * invocation of fetch, an RPC method or an alarm, each a coroutine in its
- * isolate), the event queue and the trace. It decides when a turn begins
+ * invocation of fetch, an RPC method, an alarm or a cron's scheduled(), each
+ * a coroutine in its isolate), the event queue and the trace. It decides when a turn begins
  * and ends: a task runs from one yield point to the next, and its writes
  * are committed at the yield (the output gate) or rolled back if it raises.
  *
@@ -71,6 +71,14 @@ typedef struct eu_world_opts {
   int max_faults;
   int max_redeliveries;
   const int *alarm_caps;
+  /* The worker's cron triggers (wrangler.jsonc's triggers.crons): each is
+   * fired as the worker's scheduled(controller, env, ctx) whenever it is
+   * due after the start, so the worker must export one. max_crons caps the
+   * firings of a run, all crons together: the first ones in time order
+   * (crons due the same minute in this order); 0 for no cap. */
+  const char *const *crons;
+  int ncrons;
+  int max_crons;
   /* Told of every fault point a run reaches: the kinds it has (after
    * `faults`), whether the run could still inject one there (0 once
    * max_faults are spent), and the kind that struck or EU_FAULT_NONE. */
@@ -167,6 +175,11 @@ int eu_world_submit_arrived(eu_world *w, int kind, eu_object *target, const char
 void eu_world_slot_lose_answer(eu_world *w, int slot);
 /* Starts the object's alarm now if one is set; returns the slot, or 0 if none is set. */
 int eu_world_run_alarm(eu_world *w, eu_object *o);
+/* Starts the worker's scheduled() for expr, one of opts.crons, now (its
+ * scheduledTime is now); returns the slot, whose answer is the handler's
+ * results or its error. A run asked for is not retried when it fails.
+ * EU_EINVAL for an expression the world has no cron of, EU_ENOMEM. */
+int eu_world_run_cron(eu_world *w, const char *expr, char *err, size_t errlen);
 int eu_world_slot_done(eu_world *w, int slot);
 /* The answer; the slot is released. */
 int eu_world_slot_take(eu_world *w, int slot, char **data, size_t *len);
@@ -271,6 +284,9 @@ eu_object *eu_world_self(lua_State *L);   /* the object whose isolate L is; NULL
 int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t namelen, char *payload,
                  size_t len, const char *method);
 int eu_task_sleep(eu_task *t, int64_t ms);
+/* controller:noRetry() of a scheduled invocation: it is not retried if it
+ * fails. EU_EINVAL for a task that is no scheduled invocation. */
+int eu_task_no_retry(eu_task *t);
 const char *eu_world_binding_name(eu_world *w, int ns);
 int eu_world_nbindings(eu_world *w);
 void eu_world_log(eu_world *w, const char *fmt, ...)

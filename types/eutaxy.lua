@@ -112,7 +112,7 @@ local DurableObjectState = {}
 ---@param promise any
 function DurableObjectState.waitUntil(promise) end
 
---- The third argument of the worker's fetch(request, env, ctx).
+--- The third argument of the worker's fetch(request, env, ctx) and scheduled(controller, env, ctx).
 ---@class eutaxy.WorkerContext
 local WorkerContext = {}
 
@@ -201,9 +201,23 @@ function Stub:fetch(input, init) end
 ---@field retryable boolean the call was interrupted (a lost answer, a reset): it may be retried
 ---@field stack string|nil the target's traceback, for remote errors
 
---- What a worker module returns: its fetch handler and its classes by name.
+--- The first argument of the worker's scheduled(controller, env, ctx): which
+--- cron of wrangler.jsonc's triggers.crons fired, and when it was due.
+---@class eutaxy.ScheduledController
+---@field cron string the cron expression that fired, exactly as triggers.crons writes it
+---@field scheduledTime integer when the firing was due, ms since 1970 (UTC); a retry keeps it
+---@field type "scheduled"
+local ScheduledController = {}
+
+--- The platform does not retry this invocation if it fails (it would
+--- otherwise, after 2, 4, 8, 16, 32 and 64 s).
+function ScheduledController:noRetry() end
+
+--- What a worker module returns: its fetch handler, its scheduled handler
+--- (for triggers.crons) and its classes by name.
 ---@class eutaxy.Worker
 ---@field fetch fun(request: eutaxy.Request, env: eutaxy.Env, ctx: eutaxy.WorkerContext): eutaxy.Response
+---@field scheduled? fun(controller: eutaxy.ScheduledController, env: eutaxy.Env, ctx: eutaxy.WorkerContext)
 ---@field [string] eutaxy.DurableObject
 
 return eutaxy

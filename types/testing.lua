@@ -11,6 +11,7 @@ local testing = {}
 ---@field main? string the worker's entry; overrides the config's
 ---@field bindings? table<string, string> { NS = "Class" }, to work without a config
 ---@field vars? table<string, eutaxy.Var> env's vars, over the config's vars and its .dev.vars
+---@field crons? string[] cron expressions the worker's scheduled() answers, to work without a config
 ---@field dir? string the folder main is relative to, without a config (".")
 ---@field sql? table<string, table<string, eutaxy.check.SqlSeed>> { NS = { name = { schema =, rows = } } }
 ---@field services? table<string, { module: string, sql?: eutaxy.check.SqlSeed }> by origin: the services eutaxy.fetch reaches
@@ -41,7 +42,7 @@ function World:fetch(input, init) end
 ---@return integer
 function World:now() end
 
---- Runs everything due in the next ms of virtual time, alarms included.
+--- Runs everything due in the next ms of virtual time, alarms and crons included.
 ---@param ms integer
 ---@return integer now
 function World:advance(ms) end
@@ -52,6 +53,14 @@ function World:advance(ms) end
 ---@return boolean ran
 ---@return eutaxy.Error|nil err
 function World:runAlarm(binding, name) end
+
+--- Runs the worker's scheduled() for a cron of triggers.crons now, as if it
+--- fired (controller.scheduledTime is now): what the handler returned, or
+--- its error raised. A run asked for is not retried. Crons also fire by
+--- themselves as advance() passes their due times.
+---@param expr string the cron expression, as triggers.crons writes it
+---@return any ...
+function World:runCron(expr) end
 
 --- Rows of a query on an object's database, each keyed by column.
 ---@param binding string

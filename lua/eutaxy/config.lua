@@ -1,7 +1,7 @@
 -- eutaxy.config: the part of wrangler.jsonc eutaxy uses.
 --
--- Only "main", durable_objects.bindings and vars matter here, with the
--- secrets of the .dev.vars file beside the config; every other field
+-- Only "main", durable_objects.bindings, triggers.crons and vars matter
+-- here, with the secrets of the .dev.vars file beside the config; every other field
 -- Wrangler knows is ignored, so a project's real config loads unchanged.
 -- What is checked is checked up front, with the file and the field in
 -- the message, because a wrong binding otherwise surfaces much later as a
@@ -36,6 +36,7 @@ end
 ---@field bindings eutaxy.Binding[] in file order
 ---@field vars table<string, any> what env carries besides the bindings: the config's vars, .dev.vars' secrets over them
 ---@field secrets string[] the names .dev.vars sets, sorted (not their values)
+---@field crons string[] triggers.crons: cron expressions the worker's scheduled() answers, in file order
 
 local function fail(where, msg)
   error(where .. ": " .. msg, 0)
@@ -130,6 +131,33 @@ local function check_wrangler(where, t, dir)
     end
   end
   return main, bindings
+end
+
+-- triggers.crons: each a cron expression Cloudflare takes (eutaxy.core
+-- parses it as host/cron.c does), each once.
+local function check_crons(where, t)
+  local triggers = t.triggers
+  if triggers == nil then return {} end
+  if not is_object(triggers) then fail(where, "triggers must be an object with crons") end
+  local list = triggers.crons
+  if list == nil then return {} end
+  if type(list) ~= "table" or not is_array(list) then
+    fail(where, "triggers.crons must be an array of cron expressions")
+  end
+  local core = require "eutaxy.core"
+  local crons, seen = {}, {}
+  for i, expr in ipairs(list) do
+    local field = "triggers.crons[" .. i .. "]"
+    if type(expr) ~= "string" then
+      fail(where, field .. ' must be a cron expression (a string such as "*/5 * * * *"), got ' .. type(expr))
+    end
+    local ok, why = core.cron_check(expr)
+    if not ok then fail(where, field .. " " .. ("%q"):format(expr) .. ": " .. why) end
+    if seen[expr] then fail(where, field .. " " .. ("%q"):format(expr) .. " is listed already, as " .. seen[expr]) end
+    seen[expr] = field
+    crons[i] = expr
+  end
+  return crons
 end
 
 -- Vars and secrets -----------------------------------------------------------
@@ -299,14 +327,16 @@ function config.load(path)
   local main, bindings = check_wrangler(path, t, dir)
   local vars = config_vars(path, t.vars, bindings)
   local secrets = read_secrets(path, dir, vars, bindings)
-  return { path = path, dir = dir, main = main, bindings = bindings, vars = vars, secrets = secrets }
+  return { path = path, dir = dir, main = main, bindings = bindings, vars = vars, secrets = secrets,
+           crons = check_crons(path, t) }
 end
 
 --- Checks a config given as a Lua table, as specs do:
 --- `{ main = "worker.lua", bindings = { POOL = "LeasePool" } }` (a map,
 --- taken in name order), or `bindings` as an array of
 --- `{ name = ..., class_name = ... }`, or a wrangler-shaped
---- `durable_objects = { bindings = ... }`. `main` is relative to base_dir
+--- `durable_objects = { bindings = ... }`; crons as `crons = { ... }` or
+--- `triggers = { crons = { ... } }`. `main` is relative to base_dir
 --- (default ".").
 ---@param t table
 ---@param base_dir? string
@@ -318,10 +348,12 @@ function config.inline(t, base_dir)
     fail(where, "base_dir must be a string, got " .. type(base_dir))
   end
   local dir = base_dir or "."
+  if t.crons ~= nil and t.triggers ~= nil then fail(where, "give either crons or triggers.crons, not both") end
+  local crons = check_crons(where, t.crons ~= nil and { triggers = { crons = t.crons } } or t)
   if t.bindings == nil then
     local main, bindings = check_wrangler(where, t, dir)
     return { path = nil, dir = dir, main = main, bindings = bindings, vars = config_vars(where, t.vars, bindings),
-             secrets = {} }
+             secrets = {}, crons = crons }
   end
   if t.durable_objects ~= nil then
     fail(where, "give either bindings or durable_objects.bindings, not both")
@@ -360,7 +392,7 @@ function config.inline(t, base_dir)
     end
   end
   return { path = nil, dir = dir, main = main, bindings = bindings, vars = config_vars(where, t.vars, bindings),
-           secrets = {} }
+           secrets = {}, crons = crons }
 end
 
 return config

@@ -184,6 +184,29 @@ local worker_ctx = {
   passThroughOnException = function() end,
 }
 
+---@class eutaxy.ScheduledController
+---@field cron string the cron expression that fired, as triggers.crons writes it
+---@field scheduledTime integer when the firing was due, ms since 1970 (UTC)
+---@field type "scheduled"
+local Controller = {}
+Controller.__index = Controller
+Controller.__name = "eutaxy.ScheduledController"
+
+--- The platform does not retry this invocation if it fails.
+function Controller:noRetry()
+  core.no_retry()
+end
+
+-- A cron's firing: the worker's scheduled(controller, env, ctx), whose
+-- results go back to whoever asked for the run (world:runCron).
+local function run_scheduled(mod, entry, env, cron, scheduled_time)
+  if type(mod.scheduled) ~= "function" then
+    error(errors.new("TypeError", entry .. " exports no scheduled(controller, env, ctx) handler"), 0)
+  end
+  local controller = setmetatable({ cron = cron, scheduledTime = scheduled_time, type = "scheduled" }, Controller)
+  return mod.scheduled(controller, env, worker_ctx)
+end
+
 --- Builds the isolate's program and returns its dispatch function.
 ---@param role "worker"|"object"|"service"
 function runtime.boot(role, entry, bindings, binding, hex, name, vars)
@@ -197,8 +220,10 @@ function runtime.boot(role, entry, bindings, binding, hex, name, vars)
     -- isolate changed for the next by loading one (the checker's reduction
     -- looks for what a worker turn changes: host/heapprint.h).
     local _ = http.from_wire, eutaxy.Request, eutaxy.Response, eutaxy.Headers, eutaxy.json, eutaxy.url
-    return function(kind, wire)
-      if kind ~= "fetch" then error("the worker only answers fetch", 0) end
+    return function(kind, wire, ...)
+      if kind == "scheduled" then return run_scheduled(mod, entry, env, wire, ...) end
+      if kind == "exports" then return type(mod[wire]) == "function" end
+      if kind ~= "fetch" then error("the worker only answers fetch and scheduled", 0) end
       if type(mod.fetch) ~= "function" then
         error(errors.new("TypeError", entry .. " exports no fetch(request, env, ctx) handler"), 0)
       end

@@ -130,7 +130,7 @@ end
 --- by origin, each a module whose fetch(request, env, ctx) answers (as
 --- sim.service in a scenario), with its tables seeded by sql. vars = {
 --- NAME = value } sets env's vars over the config's vars and its .dev.vars.
----@param opts { config: string|nil, main: string|nil, bindings: table|nil, dir: string|nil, vars: table|nil, sql: table|nil, services: table|nil, seed: integer|nil, start: integer|nil, echo: boolean|nil, memLimit: integer|nil, cpuLimit: integer|nil }
+---@param opts { config: string|nil, main: string|nil, bindings: table|nil, crons: string[]|nil, dir: string|nil, vars: table|nil, sql: table|nil, services: table|nil, seed: integer|nil, start: integer|nil, echo: boolean|nil, memLimit: integer|nil, cpuLimit: integer|nil }
 ---@return eutaxy.World
 function testing.world(opts)
   opts = opts or {}
@@ -142,7 +142,7 @@ function testing.world(opts)
       cfg.main = opts.main:sub(1, 1) == "/" and opts.main or (cfg.dir .. "/" .. opts.main:gsub("^%./", ""))
     end
   else
-    cfg = config.inline({ main = opts.main, bindings = opts.bindings }, opts.dir or ".")
+    cfg = config.inline({ main = opts.main, bindings = opts.bindings, crons = opts.crons }, opts.dir or ".")
     -- modules beside the worker are found, as they are beside a wrangler.jsonc
     cfg.dir = cfg.main:match("^(.*)/[^/]*$") or cfg.dir
   end
@@ -151,13 +151,13 @@ function testing.world(opts)
   local bindings, service_seeds = service_bindings(opts.services, cfg.bindings)
   local ok, w = pcall(core.world, {
     entry = cfg.main, projectdir = cfg.dir, libdir = config.libdir(), bindings = bindings, vars = vars,
-    seed = opts.seed or 0, start = opts.start, echo = opts.echo, memLimit = opts.memLimit,
+    crons = cfg.crons, seed = opts.seed or 0, start = opts.start, echo = opts.echo, memLimit = opts.memLimit,
     cpuLimit = opts.cpuLimit,
   })
   if not ok then
     local msg = tostring(w)
-    -- a binding names the config that made it
-    if cfg.path and msg:find("^binding ") then msg = cfg.path .. ": " .. msg end
+    -- a binding or a cron names the config that made it
+    if cfg.path and (msg:find("^binding ") or msg:find("^triggers%.crons")) then msg = cfg.path .. ": " .. msg end
     error(msg, 2)
   end
   local world = setmetatable({ _w = w }, World)
@@ -190,6 +190,18 @@ function World:runAlarm(binding, name)
   if not r[1] then return false end
   if r[2] then return true end
   return true, errors.from_wire(r[3])
+end
+
+--- Runs the worker's scheduled() for a cron of triggers.crons now, as if it
+-- fired (controller.scheduledTime is now), and returns what the handler
+-- returned, or raises its error. A run asked for is not retried.
+---@param expr string the cron expression, as triggers.crons writes it
+---@return any ...
+function World:runCron(expr)
+  if type(expr) ~= "string" then error("runCron expects a cron expression of triggers.crons, got " .. type(expr), 2) end
+  local ok, r = pcall(function() return pack(self._w:run_cron(expr)) end)
+  if not ok then error(tostring(r), 2) end
+  return answer(r, 2)
 end
 
 --- Rows of a query on an object's database, as tables keyed by column.
