@@ -105,6 +105,7 @@ typedef struct xctx {
   eu_binding *bindings;
   char *vars;               /* wo.vars: the env's vars, encoded */
   int *alarm_caps;
+  const char **crons;       /* the worker's cron triggers, strings of the options table */
   eu_drive drive;
   eu_drive_event *events;
   snapshot *snaps;
@@ -216,6 +217,7 @@ static void free_ctx(xctx *x) {
   free(x->bindings);
   free(x->vars);
   free(x->alarm_caps);
+  free(x->crons);
   eu_buf_free(&x->trace);
   eu_buf_free(&x->faults);
   eu_buf_free(&x->timeline);
@@ -279,6 +281,18 @@ static void read_world(lua_State *L, xctx *x) {
   x->wo.nbindings = n;
   x->wo.alarm_caps = x->alarm_caps;
   x->wo.max_redeliveries = (int)opt_int(L, 1, "maxRedeliveries", 2);
+  lua_getfield(L, 1, "crons");
+  n = lua_istable(L, -1) ? (int)luaL_len(L, -1) : 0;
+  if (!(x->crons = calloc((size_t)(n ? n : 1), sizeof *x->crons))) luaL_error(L, "out of memory");
+  for (i = 0; i < n; i++) {
+    lua_geti(L, -1, i + 1);
+    if (!(x->crons[i] = lua_tostring(L, -1))) luaL_error(L, "core.explore: crons[%d] must be a string", i + 1);
+    lua_pop(L, 1);  /* the options table keeps it alive */
+  }
+  lua_pop(L, 1);
+  x->wo.crons = x->crons;
+  x->wo.ncrons = n;
+  x->wo.max_crons = (int)opt_int(L, 1, "maxCrons", 0);
   lua_getfield(L, 1, "faults");
   if (lua_istable(L, -1)) {
     n = (int)luaL_len(L, -1);

@@ -423,7 +423,7 @@ int eu_world_choose(eu_world *w, int kind, int n, const char *label) {
 const char *eu_fault_name(int kind) {
   static const char *const names[EU_FAULT_NKINDS] = {
     "none", "rpc-fail", "ambiguous", "caller-crash", "alarm-fail", "alarm-lost", "reset", "resend",
-    "delivery-fail", "delivery-timeout"
+    "delivery-fail", "delivery-timeout", "cron-fail", "cron-lost"
   };
   return kind >= 0 && kind < EU_FAULT_NKINDS ? names[kind] : NULL;
 }
@@ -1878,6 +1878,7 @@ static void dispatch(eu_world *w, eu_event *ev) {
         eu_world_reset(w, t->obj);
       } else {
         answer_error(w, t, "Error", "the worker crashed", 0, 1);
+        if (t->kind == EU_TASK_SCHEDULED) cron_failed(w, t, 0);
         free_task(w, t);
       }
     }
@@ -2706,8 +2707,8 @@ static int env_limit(const char *name, int64_t most, int64_t *v, char *err, size
 
 /* The crons of o, parsed, and when each stops firing under max_crons: the
  * first max_crons due times after the start, all crons merged in time
- * order, are the run's; the cap is a horizon, not a count any fault or
- * retry could change. */
+ * order, or each cron's first, are the run's. The bound is a horizon, not
+ * a count any fault or retry could change. */
 static int plan_crons(eu_world *w, const eu_world_opts *o, char *err, size_t errlen) {
   int64_t *next;
   int i, k;
@@ -2733,7 +2734,7 @@ static int plan_crons(eu_world *w, const eu_world_opts *o, char *err, size_t err
       return eu_err(err, errlen, EU_EINVAL, "triggers.crons[%d] \"%.100s\": %s", i + 1, o->crons[i], why);
     }
     next[i] = eu_cron_next(&w->crons[i], w->o.start_ms);
-    w->cron_last[i] = o->max_crons > 0 ? -1 : INT64_MAX;
+    w->cron_last[i] = o->max_crons > 0 ? -1 : o->max_crons < 0 ? next[i] : INT64_MAX;
   }
   for (k = 0; k < o->max_crons; k++) {
     int first = 0;

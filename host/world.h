@@ -73,9 +73,10 @@ typedef struct eu_world_opts {
   const int *alarm_caps;
   /* The worker's cron triggers (wrangler.jsonc's triggers.crons): each is
    * fired as the worker's scheduled(controller, env, ctx) whenever it is
-   * due after the start, so the worker must export one. max_crons caps the
-   * firings of a run, all crons together: the first ones in time order
-   * (crons due the same minute in this order); 0 for no cap. */
+   * due after the start, so the worker must export one. max_crons bounds
+   * the firings of a run: above 0, the first max_crons in time order, all
+   * crons together (crons due the same minute in this order); below 0, each
+   * cron once, when it is first due; 0, no bound. */
   const char *const *crons;
   int ncrons;
   int max_crons;

@@ -49,6 +49,8 @@ local FAULTS = {
   { "resend", "the client resends a drive request (up to the drive's retries)" },
   { "delivery-fail", "a fanout target's callback fails (the delivery is retried on its policy)" },
   { "delivery-timeout", "a fanout target's callback times out (its claim expires and it is retried)" },
+  { "cron-fail", "a cron's invocation fails before its scheduled() runs (and is retried on the backoff ladder)" },
+  { "cron-lost", "a cron's invocation ran, but its outcome was lost (so it runs again)" },
 }
 
 --- Every fault kind `check` can inject, in a fixed order.
@@ -70,13 +72,16 @@ sim.DEFAULT_BOUNDS = {
   maxEventsPerRun = 100000,
 }
 
--- The order bounds are listed in, and the least value each accepts.
+-- The order bounds are listed in, the least value each accepts, and the
+-- most where there is one. cronsPerRun has no default: left out, each cron
+-- fires once.
 local BOUNDS = {
   { "maxFaultsPerRun", 0 },
   { "maxRedeliveries", 0 },
   { "maxConcurrentInvocations", 1 },
   { "budgetMs", 1 },
   { "maxEventsPerRun", 1 },
+  { "cronsPerRun", 1, 100000 },
 }
 
 local OPS = { "notNull", "isNull", "eq", "ne", "lt", "le", "gt", "ge" }
@@ -801,6 +806,7 @@ end
 ---@field maxConcurrentInvocations integer invocations one object may have in flight at once
 ---@field budgetMs integer wall-clock time the exploration may take
 ---@field maxEventsPerRun integer events one run may take before it counts as runaway
+---@field cronsPerRun integer|nil cron firings one run has, the first in time order, all crons together; nil: each cron once
 
 ---@class eutaxy.check.Scenario
 ---@field kind "eutaxy.scenario"
@@ -970,8 +976,11 @@ local function check_bounds(site, bounds)
   check_table(site, bounds, "defineScenario: bounds")
   check_fields(site, bounds, BOUND_NAMES, "defineScenario: unknown bound %s", "bounds")
   for _, b in ipairs(BOUNDS) do
-    local name, least = b[1], b[2]
+    local name, least, most = b[1], b[2], b[3]
     if bounds[name] ~= nil then out[name] = check_integer(site, bounds[name], least, "defineScenario: bounds." .. name) end
+    if most and out[name] and out[name] > most then
+      raise(site, "defineScenario: bounds.%s must be at most %d, got %d", name, most, out[name])
+    end
   end
   return out
 end

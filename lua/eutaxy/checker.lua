@@ -200,7 +200,7 @@ local function prepare(scenario, file, dir)
   end
   return {
     entry = entry, projectdir = dirname(entry), bindings = bindings, vars = vars, secrets = cfg.secrets,
-    events = events, seed = seed_number(scenario.seed),
+    events = events, seed = seed_number(scenario.seed), crons = cfg.crons, config = cfg_path,
   }
 end
 
@@ -575,13 +575,16 @@ local function replay_command(file, schedule)
   return string.format("eutaxy check %s --replay %s", file, schedule)
 end
 
-local function bounds_line(scenario, budget_ms)
+-- cronsPerRun is said only for a worker with crons.
+local function bounds_line(scenario, budget_ms, crons)
   local b = scenario.bounds
   local caps = {}
   for _, s in ipairs(scenario.setup) do caps[#caps + 1] = s.binding .. " " .. s.alarmsPerObject end
-  return string.format("maxFaultsPerRun %d, maxRedeliveries %d, maxConcurrentInvocations %d, alarmsPerObject %s, budgetMs %d",
+  local line = string.format("maxFaultsPerRun %d, maxRedeliveries %d, maxConcurrentInvocations %d, alarmsPerObject %s, budgetMs %d",
     b.maxFaultsPerRun, b.maxRedeliveries, b.maxConcurrentInvocations,
     #caps > 0 and table.concat(caps, ", ") or "-", budget_ms)
+  if #crons > 0 then line = line .. ", cronsPerRun " .. (b.cronsPerRun or "each cron once") end
+  return line
 end
 
 -- "req-2" before "req-10": digits compare as numbers, so the order reads
@@ -834,7 +837,10 @@ local function explore(opts)
   local ok, result, err, kind = pcall(core.explore, opts)
   if ok then return result, err, kind end
   if getmetatable(result) == Bad then error(result, 0) end
-  bad("%s", (tostring(result):gsub("\n?stack traceback:.*$", "")))
+  local msg = tostring(result):gsub("\n?stack traceback:.*$", "")
+  -- a cron names the config that lists it
+  if opts.config and msg:find("^triggers%.crons") then msg = opts.config .. ": " .. msg end
+  bad("%s", msg)
 end
 
 -- The fingerprint of what this check explores (eutaxy.fingerprint): the
@@ -848,6 +854,7 @@ local function fingerprint_of(o, scenario, dir, kinds, caps, secrets)
     scenario = o.file:match("[^/]*$"), seed = seed_number(scenario.seed), faults = json.array(faults),
     retries = scenario.drive.retries, maxFaultsPerRun = b.maxFaultsPerRun, maxRedeliveries = b.maxRedeliveries,
     maxConcurrentInvocations = b.maxConcurrentInvocations, maxEventsPerRun = b.maxEventsPerRun,
+    cronsPerRun = b.cronsPerRun,
     alarmsPerObject = caps, random = o.random, randomSeed = o.random and (o.seed or 1) or nil,
     reduction = not o.no_reduction,
     -- .dev.vars by its names only: a report must carry nothing made from a secret's value
@@ -873,10 +880,13 @@ local function run_check(o)
   end
   local reached = {}
   if o.end_states then scenario.end_states, scenario.end_objects = {}, named_objects(scenario) end
-  -- A client with no retries never resends: resend is no kind in play there.
+  -- A client with no retries never resends, a worker with no crons has no
+  -- cron invocation: resend, cron-fail and cron-lost are no kinds in play there.
   local kinds = {}
   for _, k in ipairs(scenario.faults or sim.FAULT_KINDS) do
-    if k ~= "resend" or scenario.drive.retries > 0 then kinds[#kinds + 1] = k end
+    if (k ~= "resend" or scenario.drive.retries > 0) and (#p.crons > 0 or not k:find("^cron%-")) then
+      kinds[#kinds + 1] = k
+    end
   end
   local opts = {
     entry = p.entry, projectdir = p.projectdir, libdir = config.libdir(), bindings = p.bindings, vars = p.vars,
@@ -884,6 +894,7 @@ local function run_check(o)
     events = p.events, retries = scenario.drive.retries, maxConcurrent = b.maxConcurrentInvocations,
     maxRedeliveries = b.maxRedeliveries, maxFaults = b.maxFaultsPerRun, maxEvents = b.maxEventsPerRun,
     budgetMs = o.budget or b.budgetMs, faults = kinds,
+    crons = p.crons, maxCrons = b.cronsPerRun or -1, config = p.config,
     setup = setup_fn(scenario), check = protect(check_run, scenario, reached),
     turn = (#scenario.always > 0 or #scenario.probes > 0) and protect(check_turn, scenario, reached) or nil,
     always = #scenario.always, probes = #scenario.probes,
@@ -895,14 +906,14 @@ local function run_check(o)
   local caps = {}
   for _, s in ipairs(scenario.setup) do caps[s.binding] = s.alarmsPerObject end
   local hash, inputs = fingerprint_of(o, scenario, dir, kinds, caps, p.secrets)
-  local r = { scenario = scenario.name, seed = scenario.seed, file = o.file, bounds = bounds_line(scenario, opts.budgetMs),
+  local r = { scenario = scenario.name, seed = scenario.seed, file = o.file, bounds = bounds_line(scenario, opts.budgetMs, p.crons),
               fingerprint = hash, fingerprintInputs = inputs,
               shard = o.shard_n and { k = o.shard_k + 1, n = o.shard_n, exhausted = false },
               faultKinds = #opts.faults > 0 and table.concat(opts.faults, ", ") or "none",
               faultKindsList = kinds,
               boundsTable = { maxFaultsPerRun = b.maxFaultsPerRun, maxRedeliveries = b.maxRedeliveries,
                               maxConcurrentInvocations = b.maxConcurrentInvocations, budgetMs = opts.budgetMs,
-                              maxEventsPerRun = b.maxEventsPerRun, alarmsPerObject = caps } }
+                              maxEventsPerRun = b.maxEventsPerRun, alarmsPerObject = caps, cronsPerRun = b.cronsPerRun } }
   local result, err, kind
   if o.replay then
     opts.mode, opts.replay, opts.trace = "replay", o.replay, true
@@ -1016,10 +1027,12 @@ local function run_merge(o)
     fingerprintInputs = d.fingerprintInputs, faultKindsList = d.faultKinds or {},
     boundsTable = { maxFaultsPerRun = bt.maxFaultsPerRun, maxRedeliveries = bt.maxRedeliveries,
                     maxConcurrentInvocations = bt.maxConcurrentInvocations, budgetMs = budget,
-                    maxEventsPerRun = bt.maxEventsPerRun, alarmsPerObject = bt.alarmsPerObject },
+                    maxEventsPerRun = bt.maxEventsPerRun, alarmsPerObject = bt.alarmsPerObject,
+                    cronsPerRun = bt.cronsPerRun },
     bounds = string.format("maxFaultsPerRun %s, maxRedeliveries %s, maxConcurrentInvocations %s, alarmsPerObject %s, "
-      .. "budgetMs %d (the largest shard's)", tostring(bt.maxFaultsPerRun), tostring(bt.maxRedeliveries),
-      tostring(bt.maxConcurrentInvocations), #caps > 0 and table.concat(caps, ", ") or "-", budget),
+      .. "budgetMs %d (the largest shard's)%s", tostring(bt.maxFaultsPerRun), tostring(bt.maxRedeliveries),
+      tostring(bt.maxConcurrentInvocations), #caps > 0 and table.concat(caps, ", ") or "-", budget,
+      bt.cronsPerRun and (", cronsPerRun " .. bt.cronsPerRun) or ""),
     schedules = total(m.counted), byFaults = by_faults(m.counted), runs = m.runs, turnChecks = m.turnChecks,
     elapsedMs = m.elapsedMax, elapsedMsSum = m.elapsedSum, faultsTried = m.faultsTried, faultsByKind = m.faultsByKind,
     shrinkRuns = m.violation and m.violation.counts.shrinkRuns or 0,

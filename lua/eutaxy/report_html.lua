@@ -102,6 +102,8 @@ local FAULT_SAYS = {
   ["resend"] = "the client sends it again",
   ["delivery-fail"] = "the delivery fails",
   ["delivery-timeout"] = "the delivery times out",
+  ["cron-fail"] = "the cron's invocation fails before it runs",
+  ["cron-lost"] = "the cron's outcome will be lost",
 }
 
 local function diagram(r)
