@@ -512,7 +512,10 @@ static int w_run_cron(lua_State *L) {
   const char *expr = luaL_checkstring(L, 2);
   char err[EU_ERRLEN];
   int slot = eu_world_run_cron(lw->w, expr, err, sizeof err);
-  if (slot < 0) return luaL_error(L, "%s", err);
+  if (slot < 0) {
+    lua_pushstring(L, err);  /* no position of ours: the spec's line is the one to show */
+    return lua_error(L);
+  }
   return finish_slot(L, lw->w, slot);
 }
 

@@ -3,9 +3,15 @@
  *
  * One world runs every request, as in `check`, but its virtual clock is kept
  * equal to the wall clock: after each batch of requests and on a timer set
- * for the world's next queued event, the world is advanced to now. Sleeps
- * and alarms therefore happen in real time, and an alarm that came due while
- * the server was down is simply in the past: it fires at the first advance.
+ * for the world's next queued event, the world is advanced to now. Sleeps,
+ * alarms and cron triggers therefore happen in real time, and an alarm that
+ * came due while the server was down is simply in the past: it fires at the
+ * first advance. (A cron is due at its next time after the start: one
+ * missed while the server was down is not run, as on Cloudflare.)
+ *
+ * --test-clock gives the server a clock of its own instead, which stands
+ * still until POST /__eutaxy/clock?advance=MS moves it on: a test sees a
+ * cron or an alarm fire without sleeping for it.
  *
  * Each connection has an eu_http_conn (http.c) that turns bytes into whole
  * requests; each request becomes a slot of the world. Answers leave in the
@@ -112,6 +118,8 @@ typedef struct pending {
   char method[16];
   char *path;
   uint64_t t0;              /* uv_hrtime at arrival */
+  char *direct;             /* an answer the server makes itself (the test clock's), or NULL */
+  int direct_status;
   struct pending *next;
 } pending;
 
@@ -148,6 +156,7 @@ struct server {
   uv_idle_t idle;           /* one pump after each round of reads */
   uv_signal_t sigint, sigterm;
   int listening, stopping, failed;
+  int64_t clock;            /* --test-clock's time, ms since 1970 */
   int accept_waiting;       /* a connection waits in the backlog for a free place */
   int nconns, max_conns;
   eu_world *w;
@@ -186,6 +195,11 @@ static int64_t wall_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The server's clock: the wall clock, or --test-clock's. */
+static int64_t now_ms(server *s) {
+  return s->o.test_clock ? s->clock : wall_ms();
 }
 
 /* ---- the state directory and its stores ------------------------------- */
@@ -684,6 +698,34 @@ static int encode_request(server *s, const eu_http_request *req, char **payload,
   return EU_OK;
 }
 
+/* --test-clock's control: GET /__eutaxy/clock says the time, POST
+ * /__eutaxy/clock?advance=MS moves it on. The answer leaves, as any does,
+ * after the next pump: once what came due on the way has run and its
+ * writes are durable. */
+static int clock_request(server *s, const eu_http_request *req, pending *p) {
+  char q[32], *end;
+  long long ms = 0;
+  int status = 200;
+  if (strcmp(req->method, "POST") == 0) {
+    snprintf(q, sizeof q, "%.*s", (int)(req->query_len < sizeof q ? req->query_len : sizeof q - 1), req->query);
+    errno = 0;
+    if (strncmp(q, "advance=", 8) != 0 || q[8] < '0' || q[8] > '9') status = 400;
+    else if ((ms = strtoll(q + 8, &end, 10)) > INT64_MAX / 4 || errno || *end) status = 400;
+  } else if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
+    status = 405;
+  }
+  if (status == 200) {
+    s->clock += ms;
+    p->direct = malloc(40);
+    if (p->direct) snprintf(p->direct, 40, "{\"now\":%lld}", (long long)s->clock);
+  } else {
+    p->direct = strdup(status == 405 ? "GET or POST /__eutaxy/clock?advance=MS\n"
+                                     : "POST /__eutaxy/clock?advance=MS, MS a whole number of ms\n");
+  }
+  p->direct_status = status;
+  return p->direct ? EU_OK : EU_ENOMEM;
+}
+
 static int on_request(void *ud, const eu_http_request *req) {
   conn *c = ud;
   server *s = c->srv;
@@ -701,7 +743,9 @@ static int on_request(void *ud, const eu_http_request *req) {
   p->head = strcmp(req->method, "HEAD") == 0;
   p->t0 = uv_hrtime();
   snprintf(label, sizeof label, "req-%" PRIu64, ++s->nrequests);
-  if (encode_request(s, req, &payload, &len) == EU_OK)
+  if (s->o.test_clock && req->path_len == 15 && memcmp(req->path, "/__eutaxy/clock", 15) == 0)
+    clock_request(s, req, p);
+  else if (encode_request(s, req, &payload, &len) == EU_OK)
     p->slot = eu_world_submit(s->w, EU_CALL_FETCH, NULL, "fetch", payload, len, label, 1);
   if (c->tail) c->tail->next = p;
   else c->head = p;
@@ -772,6 +816,12 @@ static int respond(server *s, pending *p, eu_buf *out, int keep) {
   char *data = NULL;
   size_t len = 0, before = out->n;
   int status = 500;
+  if (p->direct) {
+    static const eu_http_header json = { "content-type", 12, "application/json", 16 };
+    eu_http_write_response(out, p->direct_status, NULL, p->direct_status == 200 ? &json : &text, 1, p->direct,
+                           p->head ? 0 : strlen(p->direct), keep);
+    return p->direct_status;
+  }
   if (p->lost) {
     const char *why = p->lost == 507 ? "Insufficient Storage" : isr;
     if (p->slot && eu_world_slot_take(s->w, p->slot, &data, &len) == EU_OK) free(data);
@@ -844,6 +894,7 @@ static void drop_pending(conn *c) {
     next = p->next;
     if (p->slot) add_orphan(c->srv, p->slot);
     free(p->path);
+    free(p->direct);
     free(p);
   }
   c->head = c->tail = NULL;
@@ -926,6 +977,7 @@ static void flush_conn(conn *c) {
     c->head = p->next;
     if (!c->head) c->tail = NULL;
     free(p->path);
+    free(p->direct);
     free(p);
     if (!keep) {
       c->close_after = 1;
@@ -1101,7 +1153,7 @@ static int store_busy(server *s, eu_object *o, int *index) {
  * least recently active down to nine tenths of it. */
 static void evict(server *s, int over_cap) {
   int n = eu_world_nobjects(s->w), i, k = 0, keep, evicted = 0, nres;
-  int64_t now = wall_ms();
+  int64_t now = now_ms(s);
   candidate *cs;
   if (n == 0) return;
   if (!(cs = malloc((size_t)n * sizeof *cs))) return;
@@ -1160,7 +1212,7 @@ static void close_handle_if_open(uv_handle_t *h) {
 /* Runs every event due by the wall clock and moves the world's clock to it. */
 static void catch_up(server *s) {
   char err[EU_ERRLEN];
-  int64_t delta = wall_ms() - eu_world_now(s->w);
+  int64_t delta = now_ms(s) - eu_world_now(s->w);
   if (eu_world_advance(s->w, delta > 0 ? delta : 0, err, sizeof err) != EU_OK)
     fprintf(stderr, "eutaxy serve: %s\n", err);
 }
@@ -1208,10 +1260,10 @@ static void pump(server *s) {
     return;
   }
   next = eu_world_next_due(s->w);
-  if (next == INT64_MAX) {
-    uv_timer_stop(&s->timer);
+  if (next == INT64_MAX || (s->o.test_clock && next > s->clock)) {
+    uv_timer_stop(&s->timer);  /* a test clock moves only when asked */
   } else {
-    int64_t wait = next - wall_ms();
+    int64_t wait = next - now_ms(s);
     uv_timer_start(&s->timer, on_timer, (uint64_t)(wait > 0 ? wait : 0), 0);
   }
 }
@@ -1241,7 +1293,9 @@ static int start(server *s, char *err, size_t errlen) {
   wo.vars_len = s->o.vars_len;
   /* Ids from newUniqueId must differ between runs of the server. */
   wo.seed = (uint64_t)wall_ms() ^ ((uint64_t)getpid() << 32) ^ uv_hrtime();
-  wo.start_ms = wall_ms();
+  wo.start_ms = now_ms(s);
+  wo.crons = s->o.crons;
+  wo.ncrons = s->o.ncrons;
   wo.no_trace = 1;
   wo.echo_log = 1;
   wo.store_provider = provide_store;
@@ -1312,6 +1366,7 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
   s = calloc(1, sizeof *s);
   if (!s) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   s->o = *o;
+  s->clock = o->test_clock;
   if (!s->o.host) s->o.host = "127.0.0.1";
   snprintf(s->state, sizeof s->state, "%s", o->state && *o->state ? o->state : ".eutaxy/state");
   if (!(s->L = luaL_newstate())) {
@@ -1394,14 +1449,15 @@ static int64_t opt_int(lua_State *L, const char *k, int64_t lo, int64_t hi) {
 
 /* core.serve{ entry=, projectdir=, libdir=, bindings=, vars=, host=, port=, state=, quiet=,
  * durability_process=, max_resident=, evict_after_ms=, header_timeout_ms=,
- * idle_timeout_ms=, max_connections=, cpu_limit=, memory_limit=, max_object_bytes= } (integers; nil for
- * the defaults):
+ * idle_timeout_ms=, max_connections=, cpu_limit=, memory_limit=, max_object_bytes=, test_clock=,
+ * crons = { "*\/5 * * * *", ... } } (integers; nil for the defaults):
  * true once the server stopped, or nil and a message if it could not start. */
 static int l_serve(lua_State *L) {
   eu_serve_opts o;
   eu_binding *bs;
+  const char **cs;
   char err[EU_ERRLEN];
-  int n, i, rc;
+  int n, i, rc, ct;
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
   memset(&o, 0, sizeof o);
@@ -1426,6 +1482,7 @@ static int l_serve(lua_State *L) {
   o.cpu_limit = opt_int(L, "cpu_limit", 0, INT64_MAX / 2);
   o.mem_limit = (size_t)opt_int(L, "memory_limit", 0, INT64_MAX / 2);
   o.max_object_bytes = opt_int(L, "max_object_bytes", 0, INT64_MAX / 2);
+  o.test_clock = opt_int(L, "test_clock", 0, INT64_MAX / 4);
   if (!o.entry || !o.libdir) return luaL_error(L, "core.serve: entry and libdir are required");
   if (o.port < 0 || o.port > 65535) return luaL_error(L, "core.serve: port must be within 0..65535");
   lua_getfield(L, 1, "bindings");  /* 2 */
@@ -1452,6 +1509,17 @@ static int l_serve(lua_State *L) {
   } else if (!lua_isnil(L, 4)) {
     return luaL_error(L, "core.serve: vars must be a table");
   }
+  lua_getfield(L, 1, "crons");
+  ct = lua_gettop(L);
+  n = lua_istable(L, ct) ? (int)luaL_len(L, ct) : 0;
+  cs = lua_newuserdatauv(L, sizeof *cs * (size_t)(n ? n : 1), 0);  /* freed by the GC */
+  for (i = 0; i < n; i++) {
+    lua_geti(L, ct, i + 1);
+    if (!(cs[i] = lua_tostring(L, -1))) return luaL_error(L, "core.serve: crons[%d] must be a string", i + 1);
+    lua_pop(L, 1);  /* the crons table keeps it alive */
+  }
+  o.crons = cs;
+  o.ncrons = n;
   rc = eu_serve_run(&o, err, sizeof err);
   if (rc != EU_OK) {
     luaL_pushfail(L);

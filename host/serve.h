@@ -37,6 +37,10 @@ typedef struct eu_serve_opts {
   int64_t cpu_limit;        /* VM instructions per turn; 0: the world's default */
   size_t mem_limit;         /* bytes per isolate, its SQLite memory included; 0: the default */
   int64_t max_object_bytes; /* the size an object's database may reach; 0: the default */
+  const char *const *crons; /* the worker's cron triggers, fired on the clock */
+  int ncrons;
+  int64_t test_clock;       /* for tests: a clock of its own that starts here (ms since 1970) and
+                               moves only when POST /__eutaxy/clock?advance=MS asks; 0: the wall clock */
 } eu_serve_opts;
 
 #define EU_SERVE_MAX_RESIDENT 1000

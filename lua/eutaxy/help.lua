@@ -67,8 +67,10 @@ help.commands = {
       .. "file per object under --state, alarms re-armed at start-up. env holds the config's vars and the "
       .. "secrets of the .dev.vars file beside it. An answer leaves only once the writes "
       .. "it follows are durable; the writes of concurrent requests share one sync per file. Idle objects "
-      .. "are evicted and come back on their next call. SIGINT or SIGTERM finish the requests in flight and "
-      .. "close every database.",
+      .. "are evicted and come back on their next call. The config's triggers.crons fire the worker's "
+      .. "scheduled(controller, env, ctx) on the clock (UTC), each firing its own invocation; a failure is "
+      .. "logged and retried after 2, 4, 8, 16, 32 and 64 s unless the handler called controller:noRetry(). "
+      .. "SIGINT or SIGTERM finish the requests in flight and close every database.",
     options = {
       { "--port N", "port to listen on (default 8787; 0 takes any free port)" },
       { "--host H", "address to listen on (default 127.0.0.1)" },
@@ -89,6 +91,10 @@ help.commands = {
           .. "memory included (default 128)" },
       { "--max-object-bytes N", "the size one object's database may reach (default 1073741824, 1 GiB); "
           .. "a write past it fails, and requests whose turns it cost answer 507" },
+      { "--test-clock MS", "for tests: a clock of the server's own that starts at MS (ms since 1970, "
+          .. "UTC) and moves only when POST /__eutaxy/clock?advance=N asks (its answer, {\"now\":...}, leaves "
+          .. "once the crons, alarms and sleeps that came due on the way have run); GET /__eutaxy/clock "
+          .. "says the time" },
       { "--quiet", "no request log on stderr" },
       { "-h, --help", "this text" },
     },

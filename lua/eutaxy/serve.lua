@@ -96,6 +96,11 @@ local valued = {
     opts.max_object_bytes = n
     return err
   end,
+  ["--test-clock"] = function(opts, v)
+    local n, err = integer("--test-clock", v, 1, 1 << 52)
+    opts.test_clock = n
+    return err
+  end,
 }
 
 --- Parses argv; returns the options, or nil and a message.
@@ -159,8 +164,11 @@ function serve.main(argv)
     header_timeout_ms = opts.header_timeout_ms, idle_timeout_ms = opts.idle_timeout_ms,
     max_connections = opts.max_connections, cpu_limit = opts.cpu_limit,
     memory_limit = opts.memory_limit, max_object_bytes = opts.max_object_bytes,
+    crons = cfg.crons, test_clock = opts.test_clock,
   }
   if not started then
+    -- a cron names the config that lists it
+    if msg:find("^triggers%.crons") then msg = cfg.path .. ": " .. msg end
     io_stderr:write("eutaxy serve: ", msg, "\n")
     return 1
   end

@@ -8,6 +8,10 @@ local eutaxy = require "eutaxy"
 ---@class Inventory: eutaxy.DurableObject
 local Inventory = eutaxy.DurableObject:extend("Inventory")
 
+function Inventory:init()
+  self.ctx.storage.sql:exec(require("schema").inventory)
+end
+
 --- Holds seat until ms from now.
 ---@param seat string
 ---@param ms integer
