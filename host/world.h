@@ -127,9 +127,9 @@ const eu_buf *eu_world_trace(eu_world *w);
  * One record a line, fields split by tabs: virtual ms since the start, kind,
  * from, to, text. Kinds: send (a client's request to the worker or an
  * object), call, dropped (a call lost before it arrived), answer, lost (an
- * answer that never arrives), fault, alarm (a firing), note. from and to are
- * lifelines: a drive event ("req-1"), "worker", an object ("DO:POOL(pool)");
- * to is empty for what happens on one lifeline. */
+ * answer that never arrives), fault, alarm (a firing of an alarm or a cron),
+ * note. from and to are lifelines: a drive event ("req-1"), "worker", an
+ * object ("DO:POOL(pool)"); to is empty for what happens on one lifeline. */
 const eu_buf *eu_world_events(eu_world *w);
 int eu_world_choose(eu_world *w, int kind, int n, const char *label);
 uint64_t eu_world_random(eu_world *w);

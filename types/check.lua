@@ -12,6 +12,8 @@
 ---| "resend"           # the client resends a drive request
 ---| "delivery-fail"    # a fanout target's callback fails
 ---| "delivery-timeout" # a fanout target's callback times out
+---| "cron-fail"        # a cron's invocation fails before its scheduled() runs (and is retried)
+---| "cron-lost"        # a cron's invocation ran, but its outcome was lost (so it runs again)
 
 ---@class eutaxy.check
 ---@field FAULT_KINDS eutaxy.check.FaultKind[] every fault kind check can inject, in a fixed order
@@ -153,6 +155,7 @@ function sim.reached(probe, state) end
 ---@field maxConcurrentInvocations? integer drive requests in flight at once (1)
 ---@field budgetMs? integer wall-clock time the exploration may take
 ---@field maxEventsPerRun? integer events one run may take before it counts as runaway
+---@field cronsPerRun? integer cron firings one run has: the first N in time order, all crons together (1 to 100000); left out, each cron fires once
 
 ---@class eutaxy.check.Bounds
 ---@field maxFaultsPerRun integer
@@ -160,6 +163,7 @@ function sim.reached(probe, state) end
 ---@field maxConcurrentInvocations integer
 ---@field budgetMs integer
 ---@field maxEventsPerRun integer
+---@field cronsPerRun integer|nil
 
 ---@class eutaxy.check.Scenario
 ---@field kind "eutaxy.scenario"
