@@ -2,12 +2,13 @@
  * world.c: objects, tasks, turns and the dispatch loop.
  *
  * A task is one invocation: the coroutine that runs fetch, an RPC method, an
- * alarm handler or the worker's scheduled() for a cron inside an isolate. It runs a *turn* at a time: from its
- * start or a wake-up to its next yield point or its end. A turn's writes are
- * one transaction, committed when the turn ends at a yield point or a return
- * and rolled back when it raises. Only one turn runs at a time in a world,
- * which is how the input gate holds: storage calls never yield, so no other
- * invocation can see a turn half done.
+ * alarm handler or the worker's scheduled() for a cron inside an isolate. It
+ * runs a *turn* at a time: from its start or a wake-up to its next yield
+ * point or its end. A turn's writes are one transaction, committed when the
+ * turn ends at a yield point or a return and rolled back when it raises.
+ * Only one turn runs at a time in a world, which is how the input gate
+ * holds: storage calls never yield, so no other invocation can see a turn
+ * half done.
  *
  * Tasks and objects are named by integer ids in events, never by pointers,
  * so an event for a task that an object reset has killed is simply dropped
@@ -2582,7 +2583,7 @@ int eu_world_rewind(eu_world *w, int j) {
   }
   memcpy(w->roots, p, (size_t)sw->nroots * sizeof *w->roots);
   p += (size_t)sw->nroots * sizeof *w->roots;
-  memcpy(w->cron_counts, p, (size_t)w->ncrons * sizeof *w->cron_counts);
+  if (w->ncrons) memcpy(w->cron_counts, p, (size_t)w->ncrons * sizeof *w->cron_counts);
   p += (size_t)w->ncrons * sizeof *w->cron_counts;
   for (k = 0; k < w->sched.n; k++) free(w->sched.heap[k].data);
   for (k = 0; ok && k < sw->sched.n; k++) {
