@@ -344,7 +344,7 @@ static int l_world(lua_State *L) {
   eu_binding *b = NULL;
   lworld *lw;
   char err[EU_ERRLEN];
-  int i, n, rc;
+  int i, n, rc, top;
   luaL_checktype(L, 1, LUA_TTABLE);
   memset(&o, 0, sizeof o);
   o.entry = opt_string(L, 1, "entry", 1);
@@ -367,6 +367,7 @@ static int l_world(lua_State *L) {
   lw = lua_newuserdatauv(L, sizeof *lw, 0);
   memset(lw, 0, sizeof *lw);
   luaL_setmetatable(L, WORLD_MT);
+  top = lua_gettop(L);
   if (n > 0) {
     /* a userdata, so a Lua error below cannot leak it; the strings stay
      * reachable through the options table */
@@ -399,7 +400,7 @@ static int l_world(lua_State *L) {
   }
   rc = eu_world_new(&lw->w, &o, err, sizeof err);
   if (rc != EU_OK) return luaL_error(L, "%s", err);
-  lua_settop(L, 3);  /* the world on top: the bindings and vars were copied */
+  lua_settop(L, top);  /* the world on top: the bindings, vars and crons were copied */
   return 1;
 }
 
