@@ -20,6 +20,10 @@
  *   0x05 string    varint length, then the bytes
  *   0x06 table     varint count of pairs, then key, value, key, value, ...
  *                  keys strictly increasing in eu_keycmp order
+ *   0x07 id        an object's id (a table of the state's id class): its
+ *                  binding, a string of 1 to 255 bytes and no NUL; its hex,
+ *                  a string of 64 lowercase hex digits; its name, a string,
+ *                  or nil for an id made without one
  *
  * A varint is unsigned LEB128 in its shortest form (no redundant last byte
  * of zero), at most 10 bytes. Keys are booleans, numbers or strings; a
@@ -30,6 +34,12 @@
  *
  * Tables met again below themselves are cycles and refused; the same table
  * met twice elsewhere (a DAG) is simply written twice.
+ *
+ * An id is told by its metatable alone, never by its shape, so no plain
+ * table becomes one on the way. Its fields are checked where it is written
+ * and again where it is read, by the state's id check when it has one (the
+ * world's: the name must give the hex), so user code cannot make an id
+ * cross that its world would not have made.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -41,7 +51,18 @@
 #include "clone.h"
 #include "eutaxy.h"
 
-enum { TAG_NIL, TAG_FALSE, TAG_TRUE, TAG_INT, TAG_FLOAT, TAG_STRING, TAG_TABLE };
+enum { TAG_NIL, TAG_FALSE, TAG_TRUE, TAG_INT, TAG_FLOAT, TAG_STRING, TAG_TABLE, TAG_ID };
+
+/* What rd_item reports for an id: no Lua type, so no key can be one. */
+#define TYPE_ID 100
+#define ID_BINDING_MAX 255
+
+static const char id_class_key = 0;  /* registry: the state's id class */
+static const char id_check_key = 0;  /* registry: a userdata holding its id check */
+
+typedef struct id_check_box {
+  eu_clone_id_check check;
+} id_check_box;
 
 /* Past this many bytes an error's path ends with "...". */
 #define PATH_MAX_BYTES 100
@@ -240,6 +261,67 @@ static int put_subscript(eu_buf *b, const eu_key *k, size_t maxstr) {
 }
 
 /*
+ * Ids.
+ */
+
+void eu_clone_set_id_class(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  lua_pushvalue(L, idx);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &id_class_key);
+}
+
+void eu_clone_set_id_check(lua_State *L, eu_clone_id_check check) {
+  id_check_box *box = lua_newuserdatauv(L, sizeof *box, 0);
+  box->check = check;
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &id_check_key);
+}
+
+/* Why the parts of an id (binding, hex, name) are no id's, or NULL. */
+static const char *id_malformed(const eu_key *part) {
+  size_t i;
+  if (part[0].type != LUA_TSTRING || part[0].len == 0 || part[0].len > ID_BINDING_MAX ||
+      memchr(part[0].s, 0, part[0].len))
+    return "its binding is no binding's name";
+  if (part[1].type != LUA_TSTRING || part[1].len != 64) return "its hex is not 64 lowercase hex digits";
+  for (i = 0; i < 64; i++) {
+    char c = part[1].s[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return "its hex is not 64 lowercase hex digits";
+  }
+  if (part[2].type != LUA_TNIL && part[2].type != LUA_TSTRING) return "its name is not a string";
+  return NULL;
+}
+
+/* The state's id check on well-formed parts: 0, or nonzero with why set. */
+static int id_checked(lua_State *L, const eu_key *part, char *why, size_t whylen) {
+  char binding[ID_BINDING_MAX + 1], hex[65];
+  id_check_box *box;
+  if (!lua_checkstack(L, 1)) {
+    snprintf(why, whylen, "out of memory");
+    return 1;
+  }
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &id_check_key);
+  box = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (!box || !box->check) return 0;
+  memcpy(binding, part[0].s, part[0].len);
+  binding[part[0].len] = '\0';
+  memcpy(hex, part[1].s, 64);
+  hex[64] = '\0';
+  return box->check(L, binding, hex, part[2].type == LUA_TSTRING ? part[2].s : NULL, part[2].len, why, whylen);
+}
+
+/* 1 if the table at idx has the state's id class, 0 if not, -1 out of stack. */
+static int is_id(lua_State *L, int idx) {
+  int yes;
+  if (!lua_checkstack(L, 2)) return -1;
+  if (!lua_getmetatable(L, idx)) return 0;
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &id_class_key);
+  yes = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return yes;
+}
+
+/*
  * Encoding.
  */
 
@@ -394,6 +476,40 @@ done:
   return rc;
 }
 
+/* The id at stack index v->pos: its three fields, read raw, and checked. */
+static int encode_id(enc *e, const eu_key *v, int plen) {
+  static const char *const fields[3] = { "binding", "hex", "name" };
+  lua_State *L = e->L;
+  int t = (int)v->pos, top = lua_gettop(L), i, rc;
+  eu_key part[3];
+  const char *bad;
+  char why[160], what[220];
+  memset(part, 0, sizeof part);
+  for (i = 0; i < 3; i++) part[i].type = LUA_TNIL;
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    if (lua_type(L, -2) == LUA_TSTRING) {
+      size_t len;
+      const char *k = lua_tolstring(L, -2, &len);
+      for (i = 0; i < 3; i++)
+        if (strlen(fields[i]) == len && memcmp(fields[i], k, len) == 0) eu_key_describe(L, -1, &part[i]);
+    }
+    lua_pop(L, 1);
+  }
+  lua_settop(L, top);  /* the strings stay reachable: the id holds them */
+  if ((bad = id_malformed(part)) != NULL) {
+    snprintf(what, sizeof what, "cannot clone an id that is no id: %s", bad);
+    return refuse(e, plen, EU_ECLONE, what);
+  }
+  if (id_checked(L, part, why, sizeof why)) {
+    snprintf(what, sizeof what, "cannot clone an id its world did not make: %s", why);
+    return refuse(e, plen, EU_ECLONE, what);
+  }
+  rc = eu_buf_putc(e->b, TAG_ID);
+  for (i = 0; i < 3 && rc == EU_OK; i++) rc = put_scalar(e->b, &part[i]);
+  return rc == EU_OK ? EU_OK : nomem(e);
+}
+
 static int encode_value(enc *e, const eu_key *v, int plen) {
   char what[64];
   int rc;
@@ -402,7 +518,10 @@ static int encode_value(enc *e, const eu_key *v, int plen) {
       rc = put_scalar(e->b, v) == EU_OK ? EU_OK : nomem(e);
       break;
     case LUA_TTABLE:
-      rc = encode_table(e, v, plen);
+      rc = is_id(e->L, (int)v->pos);
+      if (rc < 0) rc = nomem(e);
+      else if (rc) rc = encode_id(e, v, plen);
+      else rc = encode_table(e, v, plen);
       break;
     default:
       snprintf(what, sizeof what, "cannot clone a %s", type_noun(v->type));
@@ -577,6 +696,9 @@ static int rd_item(rd *r, eu_key *k) {
       k->type = LUA_TTABLE;
       k->len = (size_t)u;
       return EU_OK;
+    case TAG_ID:
+      k->type = TYPE_ID;
+      return EU_OK;
     default:
       r->p--;
       return corrupt(r, "unknown tag");
@@ -596,9 +718,53 @@ static int check_key(rd *r, const eu_key *k, const eu_key *prev) {
   return EU_OK;
 }
 
+/* The binding, hex and name that follow an id's tag, well formed. */
+static int rd_id(rd *r, eu_key *part) {
+  int i, rc;
+  const char *bad;
+  for (i = 0; i < 3; i++) {
+    if ((rc = rd_item(r, &part[i])) != EU_OK) return rc;
+    if (part[i].type == LUA_TTABLE || part[i].type == TYPE_ID) return corrupt(r, "an id with a part that is no string");
+  }
+  if ((bad = id_malformed(part)) != NULL) {
+    char why[96];
+    snprintf(why, sizeof why, "an id that is no id (%s)", bad);
+    return corrupt(r, why);
+  }
+  return EU_OK;
+}
+
 /*
  * Decoding.
  */
+
+static void push_scalar(lua_State *L, const eu_key *k);
+
+/* Pushes the id whose tag was just read: a table of the state's id class. */
+static int decode_id(lua_State *L, rd *r) {
+  static const char *const fields[3] = { "binding", "hex", "name" };
+  eu_key part[3];
+  char why[160];
+  int i, rc;
+  if ((rc = rd_id(r, part)) != EU_OK) return rc;
+  if (id_checked(L, part, why, sizeof why)) {
+    char what[200];
+    snprintf(what, sizeof what, "an id its world did not make (%s)", why);
+    return corrupt(r, what);
+  }
+  if (!lua_checkstack(L, 3))
+    return eu_err(r->err, r->errlen, EU_ENOMEM, "out of memory while decoding a value");
+  lua_createtable(L, 0, 3);
+  for (i = 0; i < 3; i++) {
+    if (part[i].type == LUA_TNIL) continue;
+    lua_pushstring(L, fields[i]);
+    push_scalar(L, &part[i]);
+    lua_rawset(L, -3);
+  }
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &id_class_key) == LUA_TTABLE) lua_setmetatable(L, -2);
+  else lua_pop(L, 1);
+  return EU_OK;
+}
 
 static void push_scalar(lua_State *L, const eu_key *k) {
   switch (k->type) {
@@ -619,6 +785,7 @@ static int decode_value(lua_State *L, rd *r, int level) {
   size_t n, j;
   int rc, narr, nrec;
   if ((rc = rd_item(r, &v)) != EU_OK) return rc;
+  if (v.type == TYPE_ID) return decode_id(L, r);
   if (v.type != LUA_TTABLE) {
     push_scalar(L, &v);
     return EU_OK;
@@ -713,6 +880,20 @@ static int fmt_scalar(fmt *f, const eu_key *k) {
   }
 }
 
+/* An id as the call that gives it: POOL:idFromName("pool"), POOL:idFromString("3f2a..."). */
+static int fmt_id(fmt *f) {
+  eu_key part[3];
+  int rc;
+  if ((rc = rd_id(&f->r, part)) != EU_OK) return rc;
+  if (is_ident(part[0].s, part[0].len)) rc = eu_buf_put(f->out, part[0].s, part[0].len);
+  else rc = put_quoted(f->out, part[0].s, part[0].len, part[0].len);
+  if (rc == EU_OK) rc = eu_buf_puts(f->out, part[2].type == LUA_TSTRING ? ":idFromName(" : ":idFromString(");
+  if ((rc = fmt_check(f, rc)) != EU_OK || f->cut) return rc;
+  rc = fmt_scalar(f, part[2].type == LUA_TSTRING ? &part[2] : &part[1]);
+  if (rc != EU_OK || f->cut) return rc;
+  return fmt_check(f, eu_buf_putc(f->out, ')'));
+}
+
 static int fmt_value(fmt *f, int level) {
   eu_key v = { 0 }, k;
   size_t n, j;
@@ -720,6 +901,7 @@ static int fmt_value(fmt *f, int level) {
   int rc;
   if (f->cut) return EU_OK;
   if ((rc = rd_item(&f->r, &v)) != EU_OK) return rc;
+  if (v.type == TYPE_ID) return fmt_id(f);
   if (v.type != LUA_TTABLE) return fmt_scalar(f, &v);
   if (level > EU_CLONE_MAXDEPTH) return corrupt(&f->r, "tables nested too deep");
   n = v.len;

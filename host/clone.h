@@ -7,7 +7,11 @@
  * so the same value always gives the same bytes, in any process.
  *
  * Encodable: nil, booleans, integers, floats, strings, and tables of those
- * (keys of type boolean, number or string). Metatables are not carried.
+ * (keys of type boolean, number or string). Metatables are not carried,
+ * with one exception: an object's id (eutaxy.Id) crosses as an id, and
+ * arrives as one where the state has registered the class
+ * (eu_clone_set_id_class). Nothing else is ever made an id: a plain table
+ * with the same fields stays a plain table.
  * Functions, userdata, threads, cycles, nesting deeper than
  * EU_CLONE_MAXDEPTH and values whose encoding passes EU_CLONE_MAXBYTES are
  * refused with a message naming where the value sits, e.g. "cannot clone a
@@ -29,6 +33,19 @@
 #ifndef EU_CLONE_MAXBYTES
 #define EU_CLONE_MAXBYTES (64u << 20)
 #endif
+
+/* Ids. The metatable at idx becomes L's id class: a table that has it is
+ * encoded as an id (its binding, hex and name fields, nothing else), and an
+ * id decodes to a new table { binding =, hex =, name = } that has it. In a
+ * state with no class an id decodes to the plain table. Raises on memory. */
+void eu_clone_set_id_class(lua_State *L, int idx);
+/* Whether an id is one the state's world could have made: 0, or nonzero
+ * with the reason in why. Called for every id encoded or decoded in L once
+ * set; without it an id need only be well formed (a binding, 64 lowercase
+ * hex digits, a name or none). Raises on memory. */
+typedef int (*eu_clone_id_check)(lua_State *L, const char *binding, const char *hex, const char *name,
+                                 size_t namelen, char *why, size_t whylen);
+void eu_clone_set_id_check(lua_State *L, eu_clone_id_check check);
 
 /* Appends to b the n values at L[idx], L[idx+1], ... L[idx+n-1]. The stack is unchanged. */
 int eu_clone_encode(lua_State *L, int idx, int n, eu_buf *b, char *err, size_t errlen);

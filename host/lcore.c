@@ -265,6 +265,13 @@ static int c_fault(lua_State *L) {
   return 1;
 }
 
+/* id_class(Id): the class whose tables cross as ids (clone.h), in this state. */
+static int c_id_class(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  eu_clone_set_id_class(L, 1);
+  return 0;
+}
+
 static const luaL_Reg isolate_funcs[] = {
   {"durability", c_durability},
   {"fault", c_fault},
@@ -272,6 +279,7 @@ static const luaL_Reg isolate_funcs[] = {
   {"sleep", c_sleep},
   {"call", c_call},
   {"fetch", c_fetch},
+  {"id_class", c_id_class},
   {"in_invocation", c_in_invocation},
   {"no_retry", c_no_retry},
   {"uuid", c_uuid},
@@ -282,6 +290,7 @@ static const luaL_Reg isolate_funcs[] = {
 };
 
 int eu_world_open_core(lua_State *L) {
+  eu_clone_set_id_check(L, eu_world_check_id);
   luaL_newlib(L, isolate_funcs);
   lua_pushboolean(L, 1);
   lua_setfield(L, -2, "isolate");
@@ -748,6 +757,7 @@ static int l_lua_files(lua_State *L) {
 
 static const luaL_Reg host_funcs[] = {
   {"world", l_world},
+  {"id_class", c_id_class},
   {"fnv1a64", l_fnv1a64},
   {"lua_files", l_lua_files},
   {NULL, NULL}

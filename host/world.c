@@ -581,6 +581,32 @@ void eu_world_new_unique_id(eu_world *w, char hex[65]) {
   hexify(v, hex);
 }
 
+/* An id crossing into or out of an isolate of w (clone.h's id check): one
+ * of a Durable Object binding of w, whose name, when it has one, gives its
+ * hex. Any other was made by hand, and would lie to its receiver. */
+int eu_world_check_id(lua_State *L, const char *binding, const char *hex, const char *name, size_t namelen,
+                      char *why, size_t whylen) {
+  eu_world *w = eu_world_of(L);
+  char want[65];
+  int ns;
+  if (!w) return 0;
+  ns = eu_world_binding(w, binding);
+  if (ns < 0 || w->bindings[ns].entry) {
+    snprintf(why, whylen, "no Durable Object binding is named %.60s", binding);
+    return 1;
+  }
+  if (!name) return 0;
+  if (eu_world_id_from_name(w, ns, name, namelen, want) != EU_OK) {
+    snprintf(why, whylen, "out of memory");
+    return 1;
+  }
+  if (strcmp(want, hex) != 0) {
+    snprintf(why, whylen, "the name \"%.48s\" does not give the id %.64s", name, hex);
+    return 1;
+  }
+  return 0;
+}
+
 /* ---- objects ---------------------------------------------------------- */
 
 static size_t object_hash(int ns, const char *hex) {

@@ -272,6 +272,10 @@ const char *eu_world_undeclared(eu_world *w);
 
 /* Opens eutaxy.core inside an isolate of this world (for eu_isolate_opts). */
 int eu_world_open_core(lua_State *L);
+/* The id check (clone.h) of the isolates of a world: an id must be of one of
+ * its Durable Object bindings, with a name that gives its hex, if any. */
+int eu_world_check_id(lua_State *L, const char *binding, const char *hex, const char *name, size_t namelen,
+                      char *why, size_t whylen);
 
 #endif
 

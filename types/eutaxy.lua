@@ -162,7 +162,10 @@ function Namespace:get(id) end
 ---@return eutaxy.Stub
 function Namespace:getByName(name) end
 
---- An object's id.
+--- An object's id. It crosses RPC as an id: passed to a method or returned
+--- from one (inside a table too), it arrives as an eutaxy.Id that
+--- env.NS:get(id) takes. An id made by hand whose name does not give its hex
+--- is a DataCloneError at the call.
 ---@class eutaxy.Id
 ---@field name string|nil the name it was made from, if any
 ---@field binding string the binding it belongs to

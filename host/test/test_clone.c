@@ -430,6 +430,111 @@ static void test_format_cuts_long_output(void) {
   assert_format("return { a = 1, b = 2 }", 8, ">{ a = 1,...");
 }
 
+#define HEX64 "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+/* A state whose global Id is its id class. */
+static lua_State *id_state(void) {
+  lua_State *L = new_state();
+  ASSERT_EQ(luaL_dostring(L, "Id = { __name = 'eutaxy.Id' } Id.__index = Id return Id"), LUA_OK);
+  eu_clone_set_id_class(L, -1);
+  lua_pop(L, 1);
+  return L;
+}
+
+/* Refuses the name "forged", and any binding but POOL. */
+static int pool_check(lua_State *L, const char *binding, const char *hex, const char *name, size_t namelen,
+                      char *why, size_t whylen) {
+  (void)L;
+  (void)hex;
+  if (strcmp(binding, "POOL") != 0) return snprintf(why, whylen, "no binding %s", binding) > 0;
+  if (name && namelen == 6 && memcmp(name, "forged", 6) == 0)
+    return snprintf(why, whylen, "the name does not give the id") > 0;
+  return 0;
+}
+
+static void test_ids_cross_as_ids_and_tables_as_tables(void) {
+  lua_State *L = id_state(), *L2 = id_state(), *plain = new_state();
+  char err[EU_ERRLEN];
+  eu_buf b;
+  eu_buf_init(&b);
+  ASSERT_EQ(encode_chunk(L, "return setmetatable({ binding = 'POOL', hex = '" HEX64 "', name = 'a\\0b', extra = 1 }, Id), "
+                            "setmetatable({ binding = 'POOL', hex = '" HEX64 "' }, Id), "
+                            "{ binding = 'POOL', hex = '" HEX64 "', name = 'pool' }", &b, err), EU_OK);
+  decode_check(L2, &b, "local named, unnamed, plain = ... "
+                       "assert(getmetatable(named) == Id and getmetatable(unnamed) == Id) "
+                       "assert(named.binding == 'POOL' and named.hex == '" HEX64 "' and named.name == 'a\\0b') "
+                       "assert(named.extra == nil and unnamed.name == nil) "
+                       "assert(getmetatable(plain) == nil and plain.name == 'pool') return true");
+  assert_reencodes(L2, &b);
+  /* a state with no id class gets the fields */
+  decode_check(plain, &b, "local named = ... return getmetatable(named) == nil and named.hex == '" HEX64 "'");
+  eu_buf_free(&b);
+  lua_close(L);
+  lua_close(L2);
+  lua_close(plain);
+}
+
+static void test_refuses_ids_that_are_no_ids(void) {
+  lua_State *L = id_state();
+  char err[EU_ERRLEN];
+  eu_buf b;
+  eu_buf_init(&b);
+  ASSERT_EQ(encode_chunk(L, "return { setmetatable({ binding = 'POOL', hex = 'ABC' }, Id) }", &b, err), EU_ECLONE);
+  ASSERT_STR_EQ(err, "cannot clone an id that is no id: its hex is not 64 lowercase hex digits (at [1][1])");
+  ASSERT_EQ(encode_chunk(L, "return setmetatable({ hex = '" HEX64 "' }, Id)", &b, err), EU_ECLONE);
+  ASSERT_CONTAINS(err, "its binding is no binding's name");
+  ASSERT_EQ(encode_chunk(L, "return setmetatable({ binding = 'POOL', hex = '" HEX64 "', name = 7 }, Id)", &b, err),
+            EU_ECLONE);
+  ASSERT_CONTAINS(err, "its name is not a string");
+  /* the world's check: a name that does not give the hex */
+  eu_clone_set_id_check(L, pool_check);
+  ASSERT_EQ(encode_chunk(L, "return setmetatable({ binding = 'POOL', hex = '" HEX64 "', name = 'forged' }, Id)", &b,
+                         err), EU_ECLONE);
+  ASSERT_STR_EQ(err, "cannot clone an id its world did not make: the name does not give the id (at [1])");
+  ASSERT_EQ(b.n, 0);
+  eu_buf_free(&b);
+  lua_close(L);
+}
+
+static void test_decode_checks_ids(void) {
+  lua_State *L = id_state(), *L2 = id_state();
+  char err[EU_ERRLEN];
+  eu_buf b;
+  int n;
+  /* an id tag followed by a hex one digit short */
+  static const char shorthex[] = { 1, 7, 5, 1, 'P', 5, 3, 'a', 'b', 'c', 0 };
+  eu_buf_init(&b);
+  ASSERT_EQ(eu_clone_decode(L, shorthex, sizeof shorthex, &n, err, sizeof err), EU_ECORRUPT);
+  ASSERT_CONTAINS(err, "an id that is no id");
+  ASSERT_EQ(encode_chunk(L, "return setmetatable({ binding = 'POOL', hex = '" HEX64 "', name = 'forged' }, Id)", &b,
+                         err), EU_OK);
+  eu_clone_set_id_check(L2, pool_check);
+  ASSERT_EQ(eu_clone_decode(L2, b.p, b.n, &n, err, sizeof err), EU_ECORRUPT);
+  ASSERT_CONTAINS(err, "an id its world did not make (the name does not give the id)");
+  ASSERT_EQ(lua_gettop(L2), 0);
+  eu_buf_free(&b);
+  lua_close(L);
+  lua_close(L2);
+}
+
+static void test_format_shows_an_id_as_the_call_that_gives_it(void) {
+  lua_State *L = id_state();
+  char err[EU_ERRLEN];
+  eu_buf b, out;
+  eu_buf_init(&b);
+  eu_buf_init(&out);
+  ASSERT_EQ(encode_chunk(L, "return setmetatable({ binding = 'POOL', hex = '" HEX64 "', name = 'pool' }, Id), "
+                            "{ setmetatable({ binding = 'POOL', hex = '" HEX64 "' }, Id) }", &b, err), EU_OK);
+  ASSERT_EQ(eu_clone_format(b.p, b.n, &out, 1000), EU_OK);
+  ASSERT_STR_EQ(out.p, "POOL:idFromName(\"pool\"), { POOL:idFromString(\"" HEX64 "\") }");
+  eu_buf_reset(&out);
+  ASSERT_EQ(eu_clone_format(b.p, b.n, &out, 20), EU_OK);
+  ASSERT_STR_EQ(out.p, "POOL:idFromName(\"poo...");
+  eu_buf_free(&b);
+  eu_buf_free(&out);
+  lua_close(L);
+}
+
 static void push_int(lua_State *L, lua_Integer i) { lua_pushinteger(L, i); }
 static void push_num(lua_State *L, lua_Number f) { lua_pushnumber(L, f); }
 
@@ -490,6 +595,10 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
   { "format reads like Lua", test_format_reads_like_lua },
   { "format cuts long output", test_format_cuts_long_output },
   { "key order is exact and total", test_key_order_is_exact_and_total },
+  { "ids cross as ids and tables as tables", test_ids_cross_as_ids_and_tables_as_tables },
+  { "refuses ids that are no ids", test_refuses_ids_that_are_no_ids },
+  { "decode checks ids", test_decode_checks_ids },
+  { "format shows an id as the call that gives it", test_format_shows_an_id_as_the_call_that_gives_it },
 };
 
 int main(void) {

@@ -30,21 +30,8 @@ local pack, unpack = table.pack, table.unpack
 -- Names that RPC never reaches: lifecycle hooks and the class machinery.
 local not_rpc = { init = true, extend = true, is_class = true, alarm = true, fetch = true, new = true }
 
----@class eutaxy.Id
----@field name string|nil the name it was made from, if any
-local Id = {}
-Id.__index = Id
-Id.__name = "eutaxy.Id"
-
-local function new_id(binding, hex, name)
-  return setmetatable({ binding = binding, hex = hex, name = name }, Id)
-end
-
---- The id as 64 hex digits.
-function Id:toString() return self.hex end
-function Id:equals(other) return getmetatable(other) == Id and other.hex == self.hex and other.binding == self.binding end
-Id.__tostring = Id.toString
-Id.__eq = Id.equals
+local ids = require "eutaxy.id"
+local Id, new_id = ids.Id, ids.new
 
 local function raise_answer(r, level)
   local e = r[2]

@@ -13,6 +13,7 @@ local core = require "eutaxy.core"
 local config = require "eutaxy.config"
 local errors = require "eutaxy.errors"
 local http = require "eutaxy.http"
+local ids = require "eutaxy.id"
 local seed = require "eutaxy.seed"
 
 local testing = {}
@@ -65,15 +66,14 @@ local function host_env(world, bindings, vars)
         return host_stub(world, binding, world._w:id_from_name(binding, name), name)
       end,
       idFromName = function(_, name)
-        return { hex = world._w:id_from_name(binding, name), name = name, binding = binding,
-                 toString = function(self) return self.hex end }
+        if type(name) ~= "string" then error("idFromName expects a string", 2) end
+        return ids.new(binding, world._w:id_from_name(binding, name), name)
       end,
       newUniqueId = function(_)
-        return { hex = world._w:new_unique_id(binding), binding = binding,
-                 toString = function(self) return self.hex end }
+        return ids.new(binding, world._w:new_unique_id(binding), nil)
       end,
       get = function(_, id)
-        if type(id) ~= "table" or id.binding ~= binding then error("get expects an id of " .. binding, 2) end
+        if getmetatable(id) ~= ids.Id or id.binding ~= binding then error("get expects an id of " .. binding, 2) end
         return host_stub(world, binding, id.hex, id.name)
       end,
     }
