@@ -169,6 +169,22 @@ static int c_no_retry(lua_State *L) {
   return 0;
 }
 
+/* wait_until(fn): ctx.waitUntil; fn runs once the invocation running has
+ * answered, as an invocation of its own. */
+static int c_wait_until(lua_State *L) {
+  int ref, rc;
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  lua_settop(L, 1);
+  ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  if ((rc = eu_world_wait_until(L, ref)) != EU_OK) {
+    luaL_unref(L, LUA_REGISTRYINDEX, ref);
+    if (rc == EU_ENOMEM) return luaL_error(L, "waitUntil: out of memory");
+    return luaL_error(L, "waitUntil can only be called while an invocation runs (fetch, an RPC method, alarm, "
+                         "scheduled), not while a module loads or an object is constructed");
+  }
+  return 0;
+}
+
 static int c_in_invocation(lua_State *L) {
   lua_pushboolean(L, eu_world_running(L) != NULL);
   return 1;
@@ -283,6 +299,7 @@ static const luaL_Reg isolate_funcs[] = {
   {"in_invocation", c_in_invocation},
   {"no_retry", c_no_retry},
   {"uuid", c_uuid},
+  {"wait_until", c_wait_until},
   {"id_from_name", c_id_from_name},
   {"new_unique_id", c_new_unique_id},
   {"storage", c_storage},

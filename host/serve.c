@@ -1298,6 +1298,7 @@ static int start(server *s, char *err, size_t errlen) {
   wo.ncrons = s->o.ncrons;
   wo.no_trace = 1;
   wo.echo_log = 1;
+  wo.hold_wait_until = 1;  /* a worker's waitUntil runs once its response is on its way */
   wo.store_provider = provide_store;
   wo.store_ud = s;
   wo.cpu_limit = s->o.cpu_limit;

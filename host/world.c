@@ -2,7 +2,8 @@
  * world.c: objects, tasks, turns and the dispatch loop.
  *
  * A task is one invocation: the coroutine that runs fetch, an RPC method, an
- * alarm handler or the worker's scheduled() for a cron inside an isolate. It
+ * alarm handler, the worker's scheduled() for a cron, or a function handed
+ * to ctx.waitUntil once its invocation has answered, inside an isolate. It
  * runs a *turn* at a time: from its start or a wake-up to its next yield
  * point or its end. A turn's writes are one transaction, committed when the
  * turn ends at a yield point or a return and rolled back when it raises.
@@ -40,7 +41,7 @@
 #include "world.h"
 
 enum { EU_EV_START = 1, EU_EV_RESUME, EU_EV_ALARM, EU_EV_CRASH, EU_EV_ARRIVE, EU_EV_CRON };
-enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM, EU_TASK_SCHEDULED };
+enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM, EU_TASK_SCHEDULED, EU_TASK_WAIT_UNTIL };
 enum { EU_WAIT_NONE = 0, EU_WAIT_CALL, EU_WAIT_SLEEP };
 
 #define EU_LABEL 128
@@ -117,6 +118,13 @@ struct eu_task {
   int cron_lost;        /* fault: its outcome is lost */
   int cron_asked;       /* started by eu_world_run_cron: not retried */
   int no_retry;         /* its handler called controller:noRetry() */
+  /* A waitUntil: its function, a registry reference in its isolate until it
+   * starts; the task whose end starts it (0 once that ended); the slot
+   * whose answer, once taken, starts it instead (opts.hold_wait_until). */
+  int fnref;
+  int64_t after;
+  int after_slot;
+  int deferred;         /* waitUntils it asked for: their identities and labels */
   /* Identity for reduction (reduce.h): derived from the task that made it
    * and how many calls that task had made, so it is the same in every run,
    * whatever other objects did meanwhile. */
@@ -125,7 +133,7 @@ struct eu_task {
   int wakes;            /* wake-ups queued for it: their identities */
   uint64_t origin_ident, origin_res;  /* the calling task's, for an answer it may not live to see */
   char method[64];
-  char wait_point[EU_LABEL + 64];  /* the fault point of its current yield, when reset may strike there */
+  char wait_point[EU_LABEL + 128];  /* the fault point of its current yield, when reset may strike there */
   char label[EU_LABEL];
   eu_task *next;        /* in the live list */
 };
@@ -135,8 +143,10 @@ struct eu_task {
 typedef struct eu_root {
   char event[64];
   int delivery;
+  char sub[48];         /* a waitUntil's: " waitUntil #2", after the delivery */
   int effects;
   int sleeps;
+  int waits;            /* waitUntils asked for under it, each a root of its own */
 } eu_root;
 
 /* A cron's invocations in a run, for labels and the cron-lost bound. */
@@ -185,6 +195,7 @@ struct eu_world {
   eu_buf fault_log;
   eu_buf events;      /* the event log (eu_world_events), kept with the trace */
   int capped, stopped;
+  int closing;        /* eu_world_free: tasks end without starting what waits for them */
   int arrived;        /* the tag + 1 of the arrival the last step dispatched, or 0 */
   char *uncaught;
   char *undeclared;  /* eu_world_note_undeclared */
@@ -514,8 +525,10 @@ static int new_root(eu_world *w, const char *event, int delivery) {
   }
   snprintf(w->roots[w->nroots].event, sizeof w->roots[w->nroots].event, "%.63s", event);
   w->roots[w->nroots].delivery = delivery;
+  w->roots[w->nroots].sub[0] = '\0';
   w->roots[w->nroots].effects = 0;
   w->roots[w->nroots].sleeps = 0;
+  w->roots[w->nroots].waits = 0;
   return w->nroots++;
 }
 
@@ -525,11 +538,14 @@ static void fault_label(eu_world *w, char *out, size_t n, int root, int effect, 
   const eu_root *r = root >= 0 && root < w->nroots ? &w->roots[root] : NULL;
   const char *who = ns >= 0 ? w->bindings[ns].name : "worker";
   const char *kind = eu_world_is_service(w, ns) ? "service " : "DO:";
+  int len;
   if (effect >= 0)
-    snprintf(out, n, "%s#%d effect #%d (%s%s %s)", r ? r->event : "?", r ? r->delivery : 0,
-             effect, kind, who, method);
+    len = snprintf(out, n, "%s#%d%s effect #%d (%s%s %s)", r ? r->event : "?", r ? r->delivery : 0,
+                   r ? r->sub : "", effect, kind, who, method);
   else  /* a drive event delivered to an object directly */
-    snprintf(out, n, "%s#%d (%s%s %s)", r ? r->event : "?", r ? r->delivery : 0, kind, who, method);
+    len = snprintf(out, n, "%s#%d%s (%s%s %s)", r ? r->event : "?", r ? r->delivery : 0, r ? r->sub : "", kind,
+                   who, method);
+  if (len >= (int)n && n > 4) memcpy(out + n - 4, "...", 4);  /* a label cut short says so */
 }
 
 /* The fault point of a task's yield: reset may strike while it waits there.
@@ -540,12 +556,12 @@ static void wait_point(eu_world *w, eu_task *t, int effect, int ns, const char *
   eu_root *r = t->root >= 0 && t->root < w->nroots ? &w->roots[t->root] : NULL;
   const char *who = t->obj->ns >= 0 ? t->obj->tag : "the worker";
   if (method)
-    snprintf(t->wait_point, sizeof t->wait_point, "%.40s#%d while %.30s waits for effect #%d (%s%.30s %.20s)",
-             r ? r->event : "?", r ? r->delivery : 0, who, effect, eu_world_is_service(w, ns) ? "service " : "DO:",
-             ns >= 0 ? w->bindings[ns].name : "worker", method);
+    snprintf(t->wait_point, sizeof t->wait_point, "%.40s#%d%.40s while %.30s waits for effect #%d (%s%.30s %.20s)",
+             r ? r->event : "?", r ? r->delivery : 0, r ? r->sub : "", who, effect,
+             eu_world_is_service(w, ns) ? "service " : "DO:", ns >= 0 ? w->bindings[ns].name : "worker", method);
   else
-    snprintf(t->wait_point, sizeof t->wait_point, "%.40s#%d while %.30s sleeps %" PRId64 "ms (sleep #%d)",
-             r ? r->event : "?", r ? r->delivery : 0, who, ms, r ? r->sleeps++ : 0);
+    snprintf(t->wait_point, sizeof t->wait_point, "%.40s#%d%.40s while %.30s sleeps %" PRId64 "ms (sleep #%d)",
+             r ? r->event : "?", r ? r->delivery : 0, r ? r->sub : "", who, ms, r ? r->sleeps++ : 0);
 }
 
 /* ---- ids -------------------------------------------------------------- */
@@ -1022,6 +1038,7 @@ static eu_task *new_task(eu_world *w, int kind, eu_object *obj, const char *meth
   t->kind = kind;
   t->obj = obj;
   t->coref = LUA_NOREF;
+  t->fnref = LUA_NOREF;
   t->root = -1;
   t->effect = -1;
   snprintf(t->method, sizeof t->method, "%s", method ? method : "");
@@ -1031,8 +1048,35 @@ static eu_task *new_task(eu_world *w, int kind, eu_object *obj, const char *meth
   return t;
 }
 
+static int push_event(eu_world *w, int kind, int64_t at, int64_t a, int64_t b, char *data,
+                      size_t len);
+
+/* Starts a waitUntil whose wait is over, or drops it when it cannot be queued. */
+static void free_task(eu_world *w, eu_task *t);
+static void start_wait_until(eu_world *w, eu_task *u) {
+  if (push_event(w, EU_EV_START, w->sched.now, u->id, 0, NULL, 0) != EU_OK) {
+    trace(w, "%s  dropped: out of memory", u->label);
+    free_task(w, u);
+  }
+}
+
+/* t ends: the waitUntils it asked for start, in the order it asked for
+ * them, or, under hold_wait_until, once the answer of its slot is taken. */
+static void release_wait_untils(eu_world *w, eu_task *t) {
+  for (;;) {
+    eu_task *u, *first = NULL;
+    for (u = w->tasks; u; u = u->next)
+      if (u->after == t->id && (!first || u->id < first->id)) first = u;
+    if (!first) return;
+    first->after = 0;
+    if (w->o.hold_wait_until && t->origin_slot) first->after_slot = t->origin_slot;
+    else start_wait_until(w, first);
+  }
+}
+
 static void free_task(eu_world *w, eu_task *t) {
   eu_task **pp;
+  if (!w->closing && t->deferred) release_wait_untils(w, t);
   for (pp = &w->tasks; *pp; pp = &(*pp)->next)
     if (*pp == t) {
       *pp = t->next;
@@ -1041,6 +1085,10 @@ static void free_task(eu_world *w, eu_task *t) {
   if (t->coref != LUA_NOREF && t->obj->iso) {
     save_object(w, t->obj);
     luaL_unref(eu_isolate_L(t->obj->iso), LUA_REGISTRYINDEX, t->coref);
+  }
+  if (t->fnref != LUA_NOREF && t->obj->iso) {
+    save_object(w, t->obj);
+    luaL_unref(eu_isolate_L(t->obj->iso), LUA_REGISTRYINDEX, t->fnref);
   }
   if (w->running == t) w->running = NULL;
   free(t);
@@ -1394,12 +1442,16 @@ static void fail(eu_world *w, eu_task *t, lua_State *co) {
         lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
   record(w, "note", o->tag, NULL, "raised %s: %.120s", lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error",
          lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
-  if ((t->kind == EU_TASK_FETCH && t->origin_slot) || t->kind == EU_TASK_ALARM || t->kind == EU_TASK_SCHEDULED)
+  if ((t->kind == EU_TASK_FETCH && t->origin_slot) || t->kind == EU_TASK_ALARM || t->kind == EU_TASK_SCHEDULED ||
+      t->kind == EU_TASK_WAIT_UNTIL)
     note_uncaught(w, t->kind == EU_TASK_FETCH ? "fetch" : t->label,
                   lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error",
                   lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
   if (t->kind == EU_TASK_SCHEDULED && w->o.echo_log)
     fprintf(stderr, "[cron %s] scheduled() raised %s: %s\n", w->cron_exprs[t->cron],
+            lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+  if (t->kind == EU_TASK_WAIT_UNTIL && w->o.echo_log)
+    fprintf(stderr, "[%s] waitUntil raised %s: %s\n", o->tag,
             lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
   lua_settop(L, 0);
   eu_isolate_reserve(o->iso, 0);
@@ -1542,7 +1594,7 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
   }
   /* Returned: answer true and the results (a cron's firing has no one to
    * answer: what its handler returns is dropped, whatever it is). */
-  if (t->kind == EU_TASK_SCHEDULED && !t->origin_slot) {
+  if ((t->kind == EU_TASK_SCHEDULED || t->kind == EU_TASK_WAIT_UNTIL) && !t->origin_slot) {
     lua_settop(co, 0);
     nres = 0;
   }
@@ -1584,7 +1636,7 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
       if (t->kind == EU_TASK_ALARM) {
         trace(w, "%s  done", t->label);
         record(w, "note", o->tag, NULL, "alarm done");
-      } else if (t->kind == EU_TASK_SCHEDULED) {
+      } else if (t->kind == EU_TASK_SCHEDULED || t->kind == EU_TASK_WAIT_UNTIL) {
         trace(w, "%s  done", t->label);
         record(w, "note", o->tag, NULL, "%s done", t->label);
       }
@@ -1601,6 +1653,7 @@ static const char *kind_name(int kind) {
   case EU_TASK_FETCH: return "fetch";
   case EU_TASK_ALARM: return "alarm";
   case EU_TASK_SCHEDULED: return "scheduled";
+  case EU_TASK_WAIT_UNTIL: return "waitUntil";
   default: return "call";
   }
 }
@@ -1650,6 +1703,11 @@ static int push_task(lua_State *L) {
     lua_pushstring(L, t->obj->w->cron_exprs[t->cron]);
     lua_pushinteger(L, (lua_Integer)t->cron_due);
     j->n = 2;
+  } else if (t->kind == EU_TASK_WAIT_UNTIL) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, t->fnref);  /* the function, now the coroutine's */
+    luaL_unref(L, LUA_REGISTRYINDEX, t->fnref);
+    t->fnref = LUA_NOREF;
+    j->n = 1;
   } else if (j->data) {
     j->rc = eu_clone_decode(L, j->data, j->len, &j->n, j->err, j->errlen);
     if (j->rc != EU_OK) return 0;
@@ -1708,8 +1766,16 @@ static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
   int n = 0, rc;
   char err[EU_ERRLEN];
   save_object(w, o);
-  /* Between invocations an object may be reset: in-memory state lost. */
-  if (o->iso && o->ns >= 0 && (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET)) && !busy(w, o)) {
+  if (t->kind == EU_TASK_WAIT_UNTIL && !o->iso) {  /* its function went with the isolate */
+    trace(w, "%s  dropped: its object was reset", t->label);
+    free_task(w, t);
+    return;
+  }
+  /* Between invocations an object may be reset: in-memory state lost. A
+   * waitUntil's function lives in the isolate: a reset before it starts is
+   * one at the end of the invocation that asked for it. */
+  if (o->iso && o->ns >= 0 && (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET)) && !busy(w, o) &&
+      t->kind != EU_TASK_WAIT_UNTIL) {
     char label[EU_LABEL];
     if (t->kind == EU_TASK_ALARM) snprintf(label, sizeof label, "%s", t->label);
     else fault_label(w, label, sizeof label, t->root, t->effect, o->ns, t->method);
@@ -2071,6 +2137,41 @@ int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t n
   return push_event(w, EU_EV_START, w->sched.now, callee->id, 0, payload, len);
 }
 
+int eu_world_wait_until(lua_State *L, int fnref) {
+  eu_object *o = eu_isolate_ud(L);
+  eu_world *w = o ? o->w : NULL;
+  eu_task *t = w ? w->running : NULL, *u;
+  char label[EU_LABEL], event[64], sub[48];
+  int delivery = 0, k = 1, root;
+  if (!t || t->obj != o) return EU_EINVAL;
+  /* A root of its own, numbered in its asker's: the calls and sleeps of
+   * waitUntils running side by side are numbered apart, whatever their order. */
+  if (t->root >= 0 && t->root < w->nroots) {
+    eu_root *r = &w->roots[t->root];
+    k = ++r->waits;
+    delivery = r->delivery;
+    snprintf(event, sizeof event, "%s", r->event);
+    if (snprintf(sub, sizeof sub, "%s waitUntil #%d", r->sub, k) >= (int)sizeof sub)
+      snprintf(sub, sizeof sub, " waitUntil #%d", k);  /* nested too deep to name the path */
+  } else {
+    snprintf(event, sizeof event, "%.50s", t->label);
+    snprintf(sub, sizeof sub, " waitUntil #%d", k);
+  }
+  if ((root = new_root(w, event, delivery)) < 0) return EU_ENOMEM;
+  snprintf(w->roots[root].sub, sizeof w->roots[root].sub, "%s", sub);
+  snprintf(label, sizeof label, "%.100s waitUntil #%d", t->label, k);
+  if (!(u = new_task(w, EU_TASK_WAIT_UNTIL, o, "waitUntil", label))) {
+    w->nroots--;
+    return EU_ENOMEM;
+  }
+  u->ident = eu_mix64(t->ident, 0x3000 + (uint64_t)t->deferred++);
+  u->after = t->id;
+  u->fnref = fnref;
+  u->root = root;
+  trace(w, "%s  waitUntil #%d: runs after the answer", t->label, k);
+  return EU_OK;
+}
+
 int eu_task_no_retry(eu_task *t) {
   if (t->kind != EU_TASK_SCHEDULED) return EU_EINVAL;
   t->no_retry = 1;
@@ -2243,6 +2344,14 @@ int eu_world_slot_take(eu_world *w, int slot, char **data, size_t *len) {
   *data = s->data;
   *len = s->len;
   memset(s, 0, sizeof *s);
+  for (;;) {  /* the waitUntils held for this answer, in the order they were asked for */
+    eu_task *u, *first = NULL;
+    for (u = w->tasks; u; u = u->next)
+      if (u->after_slot == slot && (!first || u->id < first->id)) first = u;
+    if (!first) break;
+    first->after_slot = 0;
+    start_wait_until(w, first);
+  }
   return EU_OK;
 }
 
@@ -2296,6 +2405,13 @@ int eu_world_reset(eu_world *w, eu_object *o) {
   if (w->step_open) eu_fp_add(&w->fp, o->res, 1);
   trace(w, "%s  reset: in-memory state lost, storage kept", o->tag);
   record(w, "note", o->tag, NULL, "reset: in-memory state lost");
+  /* A waitUntil not started yet goes with the isolate its function is in. */
+  for (t = w->tasks; t; t = next) {
+    next = t->next;
+    if (t->obj != o || t->kind != EU_TASK_WAIT_UNTIL || t->co) continue;
+    trace(w, "%s  dropped: its object was reset", t->label);
+    free_task(w, t);
+  }
   /* Every invocation in flight in the object is interrupted; its caller sees
    * a retryable failure, as after an object is evicted. */
   for (t = w->tasks; t; t = next) {
@@ -2670,6 +2786,7 @@ void eu_world_free(eu_world *w) {
   int i;
   if (!w) return;
   w->ck_on = 0;  /* nothing is saved on the way out */
+  w->closing = 1;
   while (w->tasks) free_task(w, w->tasks);
   for (i = 0; i < w->nobjects; i++) {
     eu_object *o = w->objects[i];

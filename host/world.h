@@ -2,9 +2,10 @@
  * world.h: a world of one worker and its objects, driven by the scheduler.
  *
  * The world owns the objects (each an isolate and a store), the tasks (an
- * invocation of fetch, an RPC method, an alarm or a cron's scheduled(), each
- * a coroutine in its isolate), the event queue and the trace. It decides when a turn begins
- * and ends: a task runs from one yield point to the next, and its writes
+ * invocation of fetch, an RPC method, an alarm, a cron's scheduled() or a
+ * ctx.waitUntil function, each a coroutine in its isolate), the event
+ * queue and the trace. It decides when a turn begins and ends: a task runs
+ * from one yield point to the next, and its writes
  * are committed at the yield (the output gate) or rolled back if it raises.
  *
  * Every nondeterministic decision goes through eu_world_choose, answered by
@@ -110,6 +111,10 @@ typedef struct eu_world_opts {
   /* Keep checkpoints (eu_world_checkpoint): objects' isolates live in
    * arenas, and their stores must come from a provider in baseline mode. */
   int checkpoints;
+  /* A waitUntil asked for by an invocation that answers a slot starts once
+   * that answer is taken (serve: as the response leaves), not as soon as
+   * the invocation ends. */
+  int hold_wait_until;
 } eu_world_opts;
 
 #define EU_DEFAULT_START_MS INT64_C(1767225600000)  /* 2026-01-01T00:00:00Z */
@@ -289,6 +294,14 @@ eu_object *eu_world_self(lua_State *L);   /* the object whose isolate L is; NULL
 int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t namelen, char *payload,
                  size_t len, const char *method);
 int eu_task_sleep(eu_task *t, int64_t ms);
+/* ctx.waitUntil(fn) of the invocation running in L's isolate: fnref, a
+ * registry reference to fn in that isolate (the world's from now on), runs
+ * as an invocation of its own once the asking one has ended and answered,
+ * through dispatch("waitUntil", fn); its result goes nowhere, and an error
+ * it raises is traced (logged under echo_log) and counted as uncaught. A
+ * reset of the object before it starts drops it. EU_EINVAL outside an
+ * invocation of that isolate (a module loading, init), EU_ENOMEM. */
+int eu_world_wait_until(lua_State *L, int fnref);
 /* controller:noRetry() of a scheduled invocation: it is not retried if it
  * fails. EU_EINVAL for a task that is no scheduled invocation. */
 int eu_task_no_retry(eu_task *t);

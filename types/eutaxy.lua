@@ -108,17 +108,25 @@ function DurableObject:fetch(request) end
 ---@field storage eutaxy.Storage its database, key-value pairs and alarm
 local DurableObjectState = {}
 
---- Accepted for code written for Cloudflare; the work runs in the current invocation.
----@param promise any
-function DurableObjectState.waitUntil(promise) end
+--- Runs fn once this invocation has answered, as an invocation of its own
+--- in this object (its own turns: it may call, fetch and sleep). What it
+--- returns goes nowhere; an error it raises is logged, fails no request, and
+--- is an uncaught error to `eutaxy check`. A reset of the object before it
+--- starts drops it. Only while an invocation runs (not in init).
+---@param fn fun()
+function DurableObjectState.waitUntil(fn) end
 
 --- The third argument of the worker's fetch(request, env, ctx) and scheduled(controller, env, ctx).
 ---@class eutaxy.WorkerContext
 local WorkerContext = {}
 
---- Accepted for code written for Cloudflare; does nothing.
----@param promise any
-function WorkerContext.waitUntil(promise) end
+--- Runs fn once this invocation has answered (under serve, once its
+--- response is on its way), as an invocation of its own in the worker (its
+--- own turns: it may call, fetch and sleep). What it returns goes nowhere; an
+--- error it raises is logged, fails no request, and is an uncaught error to
+--- `eutaxy check`.
+---@param fn fun()
+function WorkerContext.waitUntil(fn) end
 
 --- Accepted for code written for Cloudflare; does nothing.
 function WorkerContext.passThroughOnException() end

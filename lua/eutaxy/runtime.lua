@@ -166,8 +166,17 @@ local function check_classes(mod, entry, bindings)
   end
 end
 
+--- ctx.waitUntil(fn): fn runs once the invocation has answered, as an
+-- invocation of its own (its own turns, its own errors), in this isolate.
+local function wait_until(fn)
+  if type(fn) ~= "function" then
+    error("waitUntil expects a function to run after the answer, got " .. type(fn), 2)
+  end
+  core.wait_until(fn)
+end
+
 local worker_ctx = {
-  waitUntil = function() end,
+  waitUntil = wait_until,
   passThroughOnException = function() end,
 }
 
@@ -208,6 +217,10 @@ function runtime.boot(role, entry, bindings, binding, hex, name, vars)
     -- looks for what a worker turn changes: host/heapprint.h).
     local _ = http.from_wire, eutaxy.Request, eutaxy.Response, eutaxy.Headers, eutaxy.json, eutaxy.url
     return function(kind, wire, ...)
+      if kind == "waitUntil" then
+        wire()
+        return
+      end
       if kind == "scheduled" then return run_scheduled(mod, entry, env, wire, ...) end
       if kind == "exports" then return type(mod[wire]) == "function" end
       if kind ~= "fetch" then error("the worker only answers fetch and scheduled", 0) end
@@ -234,6 +247,10 @@ function runtime.boot(role, entry, bindings, binding, hex, name, vars)
     local ctx = { storage = storage.new(core.storage()), waitUntil = worker_ctx.waitUntil }
     local service_env = make_env({})
     return function(kind, wire)
+      if kind == "waitUntil" then
+        wire()
+        return
+      end
       if kind ~= "fetch" then error("a service only answers fetch", 0) end
       local response = mod.fetch(http.from_wire(wire), service_env, ctx)
       if not http.is_response(response) then
@@ -283,6 +300,9 @@ function runtime.boot(role, entry, bindings, binding, hex, name, vars)
         error(errors.new("TypeError", class_name .. ":fetch must return a Response, got " .. type(response)), 0)
       end
       return http.to_wire(response)
+    elseif kind == "waitUntil" then
+      (...)()
+      return
     elseif kind == "alarm" then
       if type(instance.alarm) ~= "function" then
         error(errors.new("TypeError", class_name .. " has no alarm(info) method"), 0)
