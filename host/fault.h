@@ -1,6 +1,9 @@
 /*
  * fault.h: the kinds of fault the checker injects, and their names.
  *
+ * New kinds go at the end: a schedule string names a fault by its place
+ * among the kinds offered, in this order, so old schedules still replay.
+ *
  * A fault strikes at a *fault point*, a place in the world where the real
  * platform could fail: an RPC call, an alarm or cron firing, the delivery of
  * a call to an object, the answer of a drive request. Each fault point is a choice
@@ -24,6 +27,7 @@ enum {
   EU_FAULT_DELIVERY_TIMEOUT, /* a fanout target's callback times out */
   EU_FAULT_CRON_FAIL,     /* a cron invocation fails before its handler runs: retried on the ladder */
   EU_FAULT_CRON_LOST,     /* a cron invocation ran; its outcome is lost: it runs again */
+  EU_FAULT_OVERLOADED,    /* an object too busy refuses a call: nothing ran, not to be retried */
   EU_FAULT_NKINDS
 };
 

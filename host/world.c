@@ -435,7 +435,7 @@ int eu_world_choose(eu_world *w, int kind, int n, const char *label) {
 const char *eu_fault_name(int kind) {
   static const char *const names[EU_FAULT_NKINDS] = {
     "none", "rpc-fail", "ambiguous", "caller-crash", "alarm-fail", "alarm-lost", "reset", "resend",
-    "delivery-fail", "delivery-timeout", "cron-fail", "cron-lost"
+    "delivery-fail", "delivery-timeout", "cron-fail", "cron-lost", "overloaded"
   };
   return kind >= 0 && kind < EU_FAULT_NKINDS ? names[kind] : NULL;
 }
@@ -996,14 +996,14 @@ static int encode_scratch(eu_world *w, int n, char **data, size_t *len) {
   return EU_OK;
 }
 
-/* Encodes (false, { name, message, remote, retryable }) for an answer that
- * no user code produced. */
-static int error_payload(eu_world *w, const char *name, const char *message, int remote,
-                         int retryable, char **data, size_t *len) {
+/* Encodes (false, { name, message, remote, retryable, overloaded }) for an
+ * answer that no user code produced. */
+static int error_payload_of(eu_world *w, const char *name, const char *message, int remote,
+                            int retryable, int overloaded, char **data, size_t *len) {
   lua_State *S = w->scratch;
   lua_settop(S, 0);
   lua_pushboolean(S, 0);
-  lua_createtable(S, 0, 4);
+  lua_createtable(S, 0, 5);
   lua_pushstring(S, name);
   lua_setfield(S, -2, "name");
   lua_pushstring(S, message);
@@ -1012,7 +1012,14 @@ static int error_payload(eu_world *w, const char *name, const char *message, int
   lua_setfield(S, -2, "remote");
   lua_pushboolean(S, retryable);
   lua_setfield(S, -2, "retryable");
+  lua_pushboolean(S, overloaded);
+  lua_setfield(S, -2, "overloaded");
   return encode_scratch(w, 2, data, len);
+}
+
+static int error_payload(eu_world *w, const char *name, const char *message, int remote,
+                         int retryable, char **data, size_t *len) {
+  return error_payload_of(w, name, message, remote, retryable, 0, data, len);
 }
 
 static int ok_payload(eu_world *w, char **data, size_t *len) {
@@ -1157,6 +1164,7 @@ static int error_payload(eu_world *w, const char *name, const char *message, int
                          int retryable, char **data, size_t *len);
 
 #define EU_LOST_MESSAGE "Network connection lost."
+#define EU_OVERLOADED_MESSAGE "Durable Object is overloaded. Too many requests queued."
 
 /* Sends a finished task's answer to whoever waits for it. Takes data. */
 /* Who waits for t's answer: the calling invocation's lifeline, or the drive
@@ -2093,24 +2101,32 @@ int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t n
   }
   fault = EU_FAULT_NONE;
   if (w->o.faults) {
+    /* A service outside is no Durable Object: it is never overloaded so. */
+    unsigned kinds = EU_FAULT_BIT(EU_FAULT_RPC_FAIL) | EU_FAULT_BIT(EU_FAULT_AMBIGUOUS) |
+                     EU_FAULT_BIT(EU_FAULT_CALLER_CRASH);
+    if (!eu_world_is_service(w, ns)) kinds |= EU_FAULT_BIT(EU_FAULT_OVERLOADED);
     fault_label(w, label, sizeof label, t->root, effect, ns, method);
-    fault = fault_on(w, EU_FAULT_BIT(EU_FAULT_RPC_FAIL) | EU_FAULT_BIT(EU_FAULT_AMBIGUOUS) |
-                            EU_FAULT_BIT(EU_FAULT_CALLER_CRASH), label, t->obj->tag);
+    fault = fault_on(w, kinds, label, t->obj->tag);
   }
   if (TRACING(w)) {
     eu_buf tmp;
     eu_buf_init(&tmp);
-    record(w, fault == EU_FAULT_RPC_FAIL ? "dropped" : "call", t->obj->tag, target->tag, "%s",
-           kind == EU_TASK_FETCH ? fmtfetch(w, &tmp, payload, len, 0) : fmtvals(&tmp, payload, len, 0));
+    record(w, fault == EU_FAULT_RPC_FAIL || fault == EU_FAULT_OVERLOADED ? "dropped" : "call", t->obj->tag,
+           target->tag, "%s", kind == EU_TASK_FETCH ? fmtfetch(w, &tmp, payload, len, 0) : fmtvals(&tmp, payload, len, 0));
     eu_buf_free(&tmp);
   }
-  if (fault == EU_FAULT_RPC_FAIL) {
-    /* Lost on the way: the target never hears of it. */
+  if (fault == EU_FAULT_RPC_FAIL || fault == EU_FAULT_OVERLOADED) {
+    /* Lost on the way, or refused by an object too busy to take it: the
+     * target's code never runs. Cloudflare marks an overload not to be
+     * retried: trying again only adds to it. */
     char *data;
     size_t dlen;
     int rc;
     free(payload);
-    rc = error_payload(w, "Error", EU_LOST_MESSAGE, 0, 1, &data, &dlen);
+    if (fault == EU_FAULT_OVERLOADED)
+      rc = error_payload_of(w, "Error", EU_OVERLOADED_MESSAGE, 0, 0, 1, &data, &dlen);
+    else
+      rc = error_payload(w, "Error", EU_LOST_MESSAGE, 0, 1, &data, &dlen);
     if (rc != EU_OK) return rc;
     return push_event(w, EU_EV_RESUME, w->sched.now, t->id, 0, data, dlen);
   }

@@ -45,7 +45,7 @@ describe("coverage of fault points", function()
 
   it("says which kinds struck where, and how many schedules reached each point", function()
     local first = find_point(doc.coverage, "req-1 effect #0 (DO:POOL acquire)")
-    assert.are.same({ "rpc-fail", "ambiguous", "caller-crash" }, first.tried)
+    assert.are.same({ "rpc-fail", "ambiguous", "caller-crash", "overloaded" }, first.tried)
     -- an instance to reset exists before this call only where req-1's client went away and
     -- req-2 reached the pool first: the run's one fault was spent by then
     assert.are.same({ "reset" }, first.untried)
@@ -60,7 +60,7 @@ describe("coverage of fault points", function()
   it("shows the call a retry makes as never faulted: the one fault per run was spent before it", function()
     local retry = find_point(doc.coverage, "req-1 effect #1 (DO:POOL acquire)")
     assert.are.same({}, retry.tried)
-    assert.are.same({ "rpc-fail", "ambiguous", "caller-crash", "reset" }, retry.untried)
+    assert.are.same({ "rpc-fail", "ambiguous", "caller-crash", "reset", "overloaded" }, retry.untried)
     assert.is_true(retry.reached > 0 and retry.reached < doc.counts.schedules)
   end)
 
@@ -98,9 +98,10 @@ describe("coverage of fault points", function()
   it("is a table after the verdict in the text report", function()
     local out = check(FIXED .. NO_BUDGET)
     assert.matches("\nCoverage %(fault point, schedules that reached it, fault kinds tried there%):\n", out)
-    assert.matches("\n  req%-1 effect #0 %(DO:POOL acquire%) +%d+  rpc%-fail, ambiguous, caller%-crash[;\n]", out)
+    assert.matches("\n  req%-1 effect #0 %(DO:POOL acquire%) +%d+  rpc%-fail, ambiguous, caller%-crash, overloaded[;\n]",
+      out)
     assert.matches("\n  req%-1 effect #1 %(DO:POOL acquire%) +%d+  none; never rpc%-fail, ambiguous, caller%-crash, "
-      .. "reset %(the run's faults were spent: maxFaultsPerRun%)\n", out)
+      .. "reset, overloaded %(the run's faults were spent: maxFaultsPerRun%)\n", out)
   end)
 end)
 

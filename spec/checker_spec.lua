@@ -147,7 +147,7 @@ describe("eutaxy check --json", function()
     assert.are.same({ POOL = 6 }, doc.bounds.alarmsPerObject)
     -- no resend: the drive has retries = 0
     assert.are.same({ "rpc-fail", "ambiguous", "caller-crash", "alarm-fail", "alarm-lost", "reset",
-      "delivery-fail", "delivery-timeout" }, doc.faultKinds)
+      "delivery-fail", "delivery-timeout", "overloaded" }, doc.faultKinds)
   end)
 end)
 

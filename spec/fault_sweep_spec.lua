@@ -29,9 +29,9 @@ describe("the fault sweep", function()
     local reduced = check.json("scenarios/lease-pool/leases.fixed.sim.lua" .. check.NO_BUDGET)
     local full = check.json("scenarios/lease-pool/leases.fixed.sim.lua" .. check.NO_BUDGET .. " --no-reduction")
     assert.is_true(reduced.counts.sweepRuns > 0)
-    -- the full tree of the fixed lease pool has 23 schedules, whichever part ran them
+    -- the full tree of the fixed lease pool has 25 schedules, whichever part ran them
     assert.is_true(full.counts.sweepRuns > 0)
-    assert.are.equal(23, full.counts.schedules)
-    assert.are.equal(15, reduced.counts.schedules)
+    assert.are.equal(25, full.counts.schedules)
+    assert.are.equal(17, reduced.counts.schedules)
   end)
 end)

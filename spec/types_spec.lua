@@ -94,7 +94,7 @@ local function actual()
     ["eutaxy.Request"] = names(http.Request.new("/", { method = "POST", body = "x" })),
     ["eutaxy.ResponseClass"] = names(http.Response),
     ["eutaxy.Response"] = names(http.Response.new("x")),
-    ["eutaxy.Error"] = names(errors.new("E", "m", { remote = true, retryable = false, stack = "" })),
+    ["eutaxy.Error"] = names(errors.new("E", "m", { remote = true, retryable = false, overloaded = false, stack = "" })),
     ["eutaxy.json"] = names(require "eutaxy.json"),
     ["eutaxy.url"] = names(require "eutaxy.url"),
     ["eutaxy.URL"] = names((require "eutaxy.url").parse("http://a/b?c=d#e")),

@@ -14,6 +14,7 @@
 ---| "delivery-timeout" # a fanout target's callback times out
 ---| "cron-fail"        # a cron's invocation fails before its scheduled() runs (and is retried)
 ---| "cron-lost"        # a cron's invocation ran, but its outcome was lost (so it runs again)
+---| "overloaded"       # an object too busy refuses an RPC call: nothing ran, overloaded = true, retryable = false
 
 ---@class eutaxy.check
 ---@field FAULT_KINDS eutaxy.check.FaultKind[] every fault kind check can inject, in a fixed order

@@ -210,6 +210,7 @@ function Stub:fetch(input, init) end
 ---@field message string
 ---@field remote boolean user code in the target raised it
 ---@field retryable boolean the call was interrupted (a lost answer, a reset): it may be retried
+---@field overloaded boolean the object was too busy to take the call: not to be retried (retryable is false)
 ---@field stack string|nil the target's traceback, for remote errors
 
 --- The first argument of the worker's scheduled(controller, env, ctx): which

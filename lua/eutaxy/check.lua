@@ -51,6 +51,8 @@ local FAULTS = {
   { "delivery-timeout", "a fanout target's callback times out (its claim expires and it is retried)" },
   { "cron-fail", "a cron's invocation fails before its scheduled() runs (and is retried on the backoff ladder)" },
   { "cron-lost", "a cron's invocation ran, but its outcome was lost (so it runs again)" },
+  { "overloaded", "an object too busy refuses an RPC call (nothing ran): the caller gets an error with "
+      .. "overloaded = true and retryable = false" },
 }
 
 --- Every fault kind `check` can inject, in a fixed order.

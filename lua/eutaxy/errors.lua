@@ -1,9 +1,11 @@
 --- Error values that cross between isolates.
 --
 -- An error raised by user code in one isolate reaches the caller in another
--- as a table with `name`, `message`, `remote` (user code threw) and
--- `retryable` (the infrastructure failed; trying again may work), with a
--- __tostring, so `pcall` works as `try` does in a Durable Object.
+-- as a table with `name`, `message`, `remote` (user code threw),
+-- `retryable` (the infrastructure failed; trying again may work) and
+-- `overloaded` (the object was too busy to take the call; trying again only
+-- adds to its load), with a __tostring, so `pcall` works as `try` does in a
+-- Durable Object.
 local errors = {}
 
 ---@class eutaxy.Error
@@ -11,6 +13,7 @@ local errors = {}
 ---@field message string
 ---@field remote boolean
 ---@field retryable boolean
+---@field overloaded boolean
 ---@field stack string|nil
 local Error = {}
 Error.__index = Error
@@ -60,6 +63,7 @@ function errors.to_wire(e, traceback)
   end
   if w.remote == nil then w.remote = true end
   if w.retryable == nil then w.retryable = false end
+  if w.overloaded == nil then w.overloaded = false end
   if traceback and w.stack == nil then w.stack = traceback end
   return w
 end

@@ -63,7 +63,7 @@ end
 
 -- A fault on a call is decided before the call leaves: drawn after the
 -- arrow it struck, on that arrow.
-local CALL_FAULTS = { ["rpc-fail"] = true, ambiguous = true, ["caller-crash"] = true }
+local CALL_FAULTS = { ["rpc-fail"] = true, ambiguous = true, ["caller-crash"] = true, overloaded = true }
 
 local function rows_of(timeline)
   local rows, i = {}, 1
@@ -104,6 +104,7 @@ local FAULT_SAYS = {
   ["delivery-timeout"] = "the delivery times out",
   ["cron-fail"] = "the cron's invocation fails before it runs",
   ["cron-lost"] = "the cron's outcome will be lost",
+  ["overloaded"] = "refused: the object is overloaded",
 }
 
 local function diagram(r)
