@@ -185,6 +185,18 @@ static int c_wait_until(lua_State *L) {
   return 0;
 }
 
+/* gate(op [, why]): ctx.blockConcurrencyWhile's input gate: "shut", "open",
+ * "fail" (its function raised: why says what), "init" (from init). */
+static int c_gate(lua_State *L) {
+  static const char *const ops[] = { "shut", "open", "fail", "init", NULL };
+  static const int codes[] = { EU_GATE_SHUT, EU_GATE_OPEN, EU_GATE_FAIL, EU_GATE_INIT };
+  int op = luaL_checkoption(L, 1, NULL, ops);
+  if (eu_world_gate(L, codes[op], luaL_optstring(L, 2, NULL)) != EU_OK)
+    return luaL_error(L, "blockConcurrencyWhile can only be called from the object's init or while one of its "
+                         "invocations runs");
+  return 0;
+}
+
 static int c_in_invocation(lua_State *L) {
   lua_pushboolean(L, eu_world_running(L) != NULL);
   return 1;
@@ -295,6 +307,7 @@ static const luaL_Reg isolate_funcs[] = {
   {"sleep", c_sleep},
   {"call", c_call},
   {"fetch", c_fetch},
+  {"gate", c_gate},
   {"id_class", c_id_class},
   {"in_invocation", c_in_invocation},
   {"no_retry", c_no_retry},

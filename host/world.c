@@ -40,8 +40,12 @@
 #include "store.h"
 #include "world.h"
 
-enum { EU_EV_START = 1, EU_EV_RESUME, EU_EV_ALARM, EU_EV_CRASH, EU_EV_ARRIVE, EU_EV_CRON };
-enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM, EU_TASK_SCHEDULED, EU_TASK_WAIT_UNTIL };
+enum { EU_EV_START = 1, EU_EV_RESUME, EU_EV_ALARM, EU_EV_CRASH, EU_EV_ARRIVE, EU_EV_CRON, EU_EV_GATE };
+enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM, EU_TASK_SCHEDULED, EU_TASK_WAIT_UNTIL, EU_TASK_BLOCK };
+
+/* How long ctx.blockConcurrencyWhile may keep an object's input gate shut:
+ * past it, as on Cloudflare, the object is reset. */
+#define EU_GATE_TIMEOUT_MS 30000
 enum { EU_WAIT_NONE = 0, EU_WAIT_CALL, EU_WAIT_SLEEP };
 
 #define EU_LABEL 128
@@ -95,6 +99,16 @@ struct eu_object {
   void *boot_img;
   size_t boot_len;
   int boot_wire_ref;
+  /* The input gate (ctx.blockConcurrencyWhile): the task it is shut for
+   * (0 when open), how deep its calls nest, the generation its time-out
+   * names; init asked for functions to run before anything else; the
+   * function raised, and the error, for the tasks kept waiting. */
+  int64_t gate;
+  int gate_depth;
+  int64_t gate_gen;
+  int init_block;
+  int gate_broken;
+  char gate_error[192];
 };
 
 struct eu_task {
@@ -182,6 +196,8 @@ struct eu_world {
   cron_count *cron_counts;
   int ncrons;
   eu_task *tasks;     /* live tasks, newest first */
+  struct held *held;  /* events kept from objects whose input gate is shut, in arrival order */
+  int nheld, capheld;
   int64_t next_task;
   eu_task *running;
   eu_slot *slots;
@@ -215,6 +231,11 @@ struct eu_world {
   int nspare, capspare;
   size_t ck_bytes;    /* held by images and checkpoints' blobs */
 };
+
+typedef struct held {
+  eu_event ev;
+  int obj;            /* the object whose gate keeps it */
+} held;
 
 typedef struct wck {
   eu_world w;         /* the world's own fields */
@@ -969,6 +990,7 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   if (w->o.gc_pause > 0) lua_gc(L, LUA_GCINC, w->o.gc_pause, 0, 0);
   return EU_OK;
 fail:
+  o->init_block = 0;  /* what init asked for went with it */
   if (rc == LUA_ERRMEM)  /* Lua's bare "not enough memory" */
     eu_err(err, errlen, EU_ELUA, "%s: memory limit exceeded while the %s was built: the isolate may use %zu MiB",
            w->entry, o->ns < 0 ? "worker" : "object", eu_isolate_mem_limit(o->iso) >> 20);
@@ -1081,9 +1103,13 @@ static void release_wait_untils(eu_world *w, eu_task *t) {
   }
 }
 
+static void open_gate(eu_world *w, eu_object *o, int fail);
+
 static void free_task(eu_world *w, eu_task *t) {
   eu_task **pp;
   if (!w->closing && t->deferred) release_wait_untils(w, t);
+  /* a gate its holder leaves shut opens, unless it broke (break_gate) */
+  if (!w->closing && t->obj->gate == t->id && !t->obj->gate_broken) open_gate(w, t->obj, 0);
   for (pp = &w->tasks; *pp; pp = &(*pp)->next)
     if (*pp == t) {
       *pp = t->next;
@@ -1128,6 +1154,12 @@ static void identify(eu_world *w, eu_event *ev, const eu_task *from) {
   case EU_EV_ARRIVE:
     ev->id = eu_mix64(0xa77u, (uint64_t)ev->a);
     ev->res = EU_RES_DRIVE;
+    break;
+  case EU_EV_GATE:
+    if (ev->a >= 0 && ev->a < w->nobjects) {
+      ev->res = w->objects[ev->a]->res;
+      ev->id = eu_mix64(ev->res, eu_mix64(0x6a7eu, (uint64_t)ev->b));
+    }
     break;
   case EU_EV_CRON:
     /* a cron's firing is named by the cron, its due time and its retry */
@@ -1338,6 +1370,144 @@ static void cron_failed(eu_world *w, eu_task *t, int lost) {
   }
 }
 
+/* ---- the input gate ---------------------------------------------------
+ *
+ * ctx.blockConcurrencyWhile(fn) shuts its object's input gate for the task
+ * that calls it until fn returns: fn may wait (calls, sleeps, fetches), and
+ * meanwhile no other event reaches the object, neither a new call, nor the
+ * answer another of its invocations waits for, nor its alarm. Such events
+ * are held, in the order they came, and go on once the gate opens. If fn
+ * raises, the object is reset as on Cloudflare: the calls held never start
+ * and get its error, and every invocation in flight ends. A gate shut for
+ * longer than EU_GATE_TIMEOUT_MS resets the object the same way (a call fn
+ * makes back into its own object would otherwise wait forever). In init,
+ * the runtime keeps the functions given to it and they run as the object's
+ * first task (EU_TASK_BLOCK), the gate shut for them, before whatever made
+ * the object is delivered. */
+
+static int room(void **a, int n, int *cap, size_t size);
+
+/* The object whose shut gate keeps ev from being delivered now, or NULL. */
+static eu_object *gated(eu_world *w, const eu_event *ev) {
+  eu_task *t;
+  eu_object *o;
+  switch (ev->kind) {
+  case EU_EV_START:
+  case EU_EV_RESUME:
+  case EU_EV_CRASH:
+    if (!(t = find_task(w, ev->a))) return NULL;
+    o = t->obj;
+    return o->gate && o->gate != t->id ? o : NULL;
+  case EU_EV_ALARM:
+    if (ev->a < 0 || ev->a >= w->nobjects) return NULL;
+    o = w->objects[ev->a];
+    return o->gate ? o : NULL;
+  default:
+    return NULL;
+  }
+}
+
+/* Keeps ev, its payload included, until o's gate opens. */
+static int hold(eu_world *w, eu_object *o, const eu_event *ev) {
+  if (!room((void **)&w->held, w->nheld, &w->capheld, sizeof *w->held)) return EU_ENOMEM;
+  w->held[w->nheld].ev = *ev;
+  w->held[w->nheld].obj = o->index;
+  w->nheld++;
+  return EU_OK;
+}
+
+static void finish(eu_world *w, eu_task *t, int ok, char *data, size_t len);
+
+/* An event o's gate held goes on now, as a new event; or, when the gate
+ * broke (fail), a call that never started ends with the gate's error. */
+static void release_held(eu_world *w, eu_object *o, eu_event *ev, int fail) {
+  eu_task *t = ev->kind != EU_EV_ALARM ? find_task(w, ev->a) : NULL;
+  if (fail && ev->kind == EU_EV_START && t && !t->co) {
+    free(ev->data);
+    trace(w, "%s  ends: %s", t->label, o->gate_error);
+    answer_error(w, t, "Error", o->gate_error, 1, 0);
+    finish(w, t, 0, NULL, 0);
+    return;
+  }
+  ev->id = eu_mix64(ev->id, 0x6a7eu);  /* another event than the one held, in every run */
+  ev->creator = w->step_open ? w->step : -1;
+  ev->at = w->sched.now;
+  if (eu_sched_push(&w->sched, ev) != EU_OK) free(ev->data);
+}
+
+/* Opens o's gate: what it held goes on, in the order it came (fail: see release_held). */
+static void open_gate(eu_world *w, eu_object *o, int fail) {
+  int i, n = 0;
+  o->gate = 0;
+  o->gate_depth = 0;
+  for (;;) {
+    held h;
+    for (i = 0; i < w->nheld && w->held[i].obj != o->index; i++) {}
+    if (i == w->nheld) break;
+    h = w->held[i];
+    memmove(&w->held[i], &w->held[i + 1], (size_t)(w->nheld - i - 1) * sizeof *w->held);
+    w->nheld--;
+    n++;
+    release_held(w, o, &h.ev, fail);
+  }
+  if (n && !fail) trace(w, "%s  input gate open: %d held event%s go%s on", o->tag, n, n == 1 ? "" : "s", n == 1 ? "es" : "");
+}
+
+/* Shuts o's gate for t, and sets its time-out. */
+static void shut_gate(eu_world *w, eu_object *o, eu_task *t) {
+  o->gate = t->id;
+  o->gate_depth = 1;
+  o->gate_gen++;
+  push_event(w, EU_EV_GATE, w->sched.now + EU_GATE_TIMEOUT_MS, o->index, o->gate_gen, NULL, 0);
+}
+
+int eu_world_reset(eu_world *w, eu_object *o);
+
+/* blockConcurrencyWhile's function raised, or ran too long: the calls held
+ * get the error, and the object is reset. */
+static void break_gate(eu_world *w, eu_object *o) {
+  trace(w, "%s  %s", o->tag, o->gate_error);
+  record(w, "note", o->tag, NULL, "%.150s", o->gate_error);
+  o->gate_broken = 0;
+  open_gate(w, o, 1);
+  eu_world_reset(w, o);
+}
+
+int eu_world_gate(lua_State *L, int op, const char *why) {
+  eu_object *o = eu_isolate_ud(L);
+  eu_world *w = o ? o->w : NULL;
+  eu_task *t = w ? w->running : NULL;
+  if (!o || o->ns < 0) return EU_EINVAL;
+  if (op == EU_GATE_INIT) {
+    if (t) return EU_EINVAL;
+    o->init_block = 1;
+    return EU_OK;
+  }
+  if (!t || t->obj != o || (o->gate && o->gate != t->id)) return EU_EINVAL;
+  switch (op) {
+  case EU_GATE_SHUT:
+    if (!o->gate) {
+      shut_gate(w, o, t);
+      trace(w, "%s  blockConcurrencyWhile: %s takes no other event until it returns", t->label, o->tag);
+    } else {
+      o->gate_depth++;
+    }
+    return EU_OK;
+  case EU_GATE_OPEN:
+    if (!o->gate) return EU_EINVAL;
+    if (--o->gate_depth <= 0) open_gate(w, o, 0);
+    return EU_OK;
+  case EU_GATE_FAIL:
+    if (!o->gate) return EU_EINVAL;
+    if (!o->gate_broken)
+      snprintf(o->gate_error, sizeof o->gate_error, "the object was reset: blockConcurrencyWhile's function raised %.120s",
+               why ? why : "an error");
+    o->gate_broken = 1;
+    return EU_OK;
+  }
+  return EU_EINVAL;
+}
+
 /* ---- running turns ---------------------------------------------------- */
 
 static void finish(eu_world *w, eu_task *t, int ok, char *data, size_t len) {
@@ -1531,6 +1701,10 @@ static void run_turn(eu_world *w, eu_task *t, int nargs) {
     snprintf(label, sizeof label, "%.120s ended while %.60s waits", who, o->tag);
   }
   turn(w, t, nargs);
+  if (o->gate_broken) {
+    break_gate(w, o);
+    return;
+  }
   if (!label[0] || w->stopped || find_task(w, id) || !o->iso || !busy(w, o)) return;
   if (fault_on(w, EU_FAULT_BIT(EU_FAULT_RESET), label, o->tag) == EU_FAULT_RESET) eu_world_reset(w, o);
 }
@@ -1575,6 +1749,17 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
   eu_isolate_arm(co, w->o.cpu_limit);
   status = lua_resume(co, NULL, nargs, &nres);
   w->running = NULL;
+  if (o->gate_broken && (status == LUA_OK || status == LUA_YIELD)) {
+    /* blockConcurrencyWhile's function raised, and the error was caught:
+     * the invocation ends with it all the same, and the object is reset. */
+    lua_settop(co, 0);
+    t->waiting = EU_WAIT_NONE;
+    end_turn(w, o, NULL, 0, NULL, 0);
+    trace(w, "%s  ends: %s", t->label, o->gate_error);
+    answer_error(w, t, "Error", o->gate_error, 1, 0);
+    finish(w, t, 0, NULL, 0);
+    return;
+  }
   if (status == LUA_YIELD) {
     if (t->waiting == EU_WAIT_NONE) {
       const char *stop = eu_isolate_stopped(o->iso);  /* the CPU limit */
@@ -1602,7 +1787,7 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
   }
   /* Returned: answer true and the results (a cron's firing has no one to
    * answer: what its handler returns is dropped, whatever it is). */
-  if ((t->kind == EU_TASK_SCHEDULED || t->kind == EU_TASK_WAIT_UNTIL) && !t->origin_slot) {
+  if ((t->kind == EU_TASK_SCHEDULED || t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_BLOCK) && !t->origin_slot) {
     lua_settop(co, 0);
     nres = 0;
   }
@@ -1644,7 +1829,7 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
       if (t->kind == EU_TASK_ALARM) {
         trace(w, "%s  done", t->label);
         record(w, "note", o->tag, NULL, "alarm done");
-      } else if (t->kind == EU_TASK_SCHEDULED || t->kind == EU_TASK_WAIT_UNTIL) {
+      } else if (t->kind == EU_TASK_SCHEDULED || t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_BLOCK) {
         trace(w, "%s  done", t->label);
         record(w, "note", o->tag, NULL, "%s done", t->label);
       }
@@ -1662,6 +1847,7 @@ static const char *kind_name(int kind) {
   case EU_TASK_ALARM: return "alarm";
   case EU_TASK_SCHEDULED: return "scheduled";
   case EU_TASK_WAIT_UNTIL: return "waitUntil";
+  case EU_TASK_BLOCK: return "block";
   default: return "call";
   }
 }
@@ -1768,6 +1954,44 @@ static int protected_decode(lua_State *L, lua_CFunction push, eu_task *t, const 
   return j.rc;
 }
 
+static void start_task(eu_world *w, eu_task *t, const char *data, size_t len);
+
+/* init gave blockConcurrencyWhile functions: they run first, as a task of
+ * their own with the gate shut for it, and t's start is held behind them.
+ * 0 when that cannot be arranged (memory): t then starts at once. */
+static int hold_for_init(eu_world *w, eu_object *o, eu_task *t, const char *data, size_t len) {
+  eu_event ev;
+  eu_task *u;
+  char label[EU_LABEL];
+  o->init_block = 0;
+  memset(&ev, 0, sizeof ev);
+  ev.kind = EU_EV_START;
+  ev.a = t->id;
+  ev.at = w->sched.now;
+  ev.id = eu_mix64(t->ident, 1);
+  ev.res = o->res;
+  ev.creator = w->step_open ? w->step : -1;
+  ev.len = len;
+  if (data && !(ev.data = dupmem(data, len))) return 0;
+  snprintf(label, sizeof label, "%.100s init", o->tag);
+  if (!(u = new_task(w, EU_TASK_BLOCK, o, "blockConcurrencyWhile", label))) {
+    free(ev.data);
+    return 0;
+  }
+  u->ident = eu_mix64(t->ident, 0xb10cu);
+  u->root = t->root;
+  u->effect = t->effect;
+  if (hold(w, o, &ev) != EU_OK) {
+    free(ev.data);
+    free_task(w, u);
+    return 0;
+  }
+  shut_gate(w, o, u);
+  trace(w, "%s  held: init's blockConcurrencyWhile runs first", t->label);
+  start_task(w, u, NULL, 0);
+  return 1;
+}
+
 static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
   eu_object *o = t->obj;
   lua_State *L;
@@ -1783,7 +2007,7 @@ static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
    * waitUntil's function lives in the isolate: a reset before it starts is
    * one at the end of the invocation that asked for it. */
   if (o->iso && o->ns >= 0 && (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET)) && !busy(w, o) &&
-      t->kind != EU_TASK_WAIT_UNTIL) {
+      t->kind != EU_TASK_WAIT_UNTIL && t->kind != EU_TASK_BLOCK) {
     char label[EU_LABEL];
     if (t->kind == EU_TASK_ALARM) snprintf(label, sizeof label, "%s", t->label);
     else fault_label(w, label, sizeof label, t->root, t->effect, o->ns, t->method);
@@ -1811,6 +2035,7 @@ static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
     finish(w, t, 0, NULL, 0);
     return;
   }
+  if (o->init_block && hold_for_init(w, o, t, data, len)) return;
   L = eu_isolate_L(o->iso);
   rc = protected_decode(L, push_task, t, data, len, &n, err, sizeof err);
   if (rc != EU_OK) {
@@ -1958,6 +2183,15 @@ static void fire_cron(eu_world *w, int i, int retry, int64_t due) {
 
 static void dispatch(eu_world *w, eu_event *ev) {
   eu_task *t;
+  eu_object *g = gated(w, ev);
+  if (g) {
+    t = ev->kind != EU_EV_ALARM ? find_task(w, ev->a) : NULL;
+    if (hold(w, g, ev) == EU_OK) {
+      ev->data = NULL;  /* the held event's now */
+      trace(w, "%s  held: %s is in blockConcurrencyWhile", t ? t->label : g->tag, g->tag);
+    }
+    return;
+  }
   switch (ev->kind) {
   case EU_EV_START:
     if ((t = find_task(w, ev->a)) != NULL) start_task(w, t, ev->data, ev->len);
@@ -1990,6 +2224,15 @@ static void dispatch(eu_world *w, eu_event *ev) {
     break;
   case EU_EV_CRON:
     fire_cron(w, (int)(ev->a & 0xffff), (int)(ev->a >> 16), ev->b);
+    break;
+  case EU_EV_GATE:
+    if (ev->a >= 0 && ev->a < w->nobjects) {
+      eu_object *o = w->objects[ev->a];
+      if (!o->gate || o->gate_gen != ev->b) break;  /* opened since */
+      snprintf(o->gate_error, sizeof o->gate_error,
+               "the object was reset: blockConcurrencyWhile's function ran past %d s", EU_GATE_TIMEOUT_MS / 1000);
+      break_gate(w, o);
+    }
     break;
   }
 }
@@ -2451,6 +2694,9 @@ int eu_world_reset(eu_world *w, eu_object *o) {
   }
   close_isolate(w, o);
   o->alarm_running = 0;
+  o->init_block = 0;
+  o->gate_broken = 0;
+  if (o->gate) open_gate(w, o, 0);  /* its holder is gone */
   note_resident(w, o);
   reconcile_alarm(w, o);
   return EU_OK;
@@ -2622,6 +2868,10 @@ int eu_world_checkpoint(eu_world *w) {
     if (eu_buf_put(&c->blob, &w->sched.heap[k], sizeof w->sched.heap[k]) != EU_OK ||
         (w->sched.heap[k].data && eu_buf_put(&c->blob, w->sched.heap[k].data, w->sched.heap[k].len) != EU_OK))
       return EU_ENOMEM;
+  for (i = 0; i < w->nheld; i++)
+    if (eu_buf_put(&c->blob, &w->held[i], sizeof w->held[i]) != EU_OK ||
+        (w->held[i].ev.data && eu_buf_put(&c->blob, w->held[i].ev.data, w->held[i].ev.len) != EU_OK))
+      return EU_ENOMEM;
   if (w->uncaught && eu_buf_puts(&c->blob, w->uncaught) != EU_OK) return EU_ENOMEM;
   w->ck_bytes += c->blob.cap;
   w->ck_depth = w->ncks++;
@@ -2749,6 +2999,18 @@ int eu_world_rewind(eu_world *w, int j) {
     p += sizeof w->sched.heap[k];
     if (w->sched.heap[k].data) w->sched.heap[k].data = blob_copy(&p, w->sched.heap[k].len, &ok);
   }
+  for (i = 0; i < w->nheld; i++) free(w->held[i].ev.data);
+  w->nheld = 0;
+  for (i = 0; ok && i < sw->nheld; i++) {
+    if (!room((void **)&w->held, i, &w->capheld, sizeof *w->held)) {
+      ok = 0;
+      break;
+    }
+    memcpy(&w->held[i], p, sizeof w->held[i]);
+    p += sizeof w->held[i];
+    if (w->held[i].ev.data) w->held[i].ev.data = blob_copy(&p, w->held[i].ev.len, &ok);
+    w->nheld = i + 1;
+  }
   free(w->uncaught);
   w->uncaught = sw->uncaught ? dupstr(p) : NULL;
   /* the world's own fields; its options are this run's */
@@ -2821,6 +3083,8 @@ void eu_world_free(eu_world *w) {
   free(w->index);
   for (i = 0; i < w->nslots; i++) free(w->slots[i].data);
   free(w->slots);
+  for (i = 0; i < w->nheld; i++) free(w->held[i].ev.data);
+  free(w->held);
   eu_sched_free(&w->sched);
   if (w->scratch) lua_close(w->scratch);
   for (i = 0; i < w->nbindings; i++) {

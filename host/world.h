@@ -281,6 +281,15 @@ int eu_world_open_core(lua_State *L);
  * its Durable Object bindings, with a name that gives its hex, if any. */
 int eu_world_check_id(lua_State *L, const char *binding, const char *hex, const char *name, size_t namelen,
                       char *why, size_t whylen);
+/* ctx.blockConcurrencyWhile, from the isolate L: EU_GATE_SHUT shuts the
+ * object's input gate for the invocation running (again, deeper, if it is
+ * shut for it already), EU_GATE_OPEN opens what it shut, EU_GATE_FAIL says
+ * its function raised (why: "Name: message"), so the invocation ends with
+ * that error whatever catches it and the object is reset; EU_GATE_INIT, from
+ * init, says init gave functions to run before anything is delivered
+ * (runtime's dispatch("block")). EU_EINVAL when L's object cannot do that now. */
+enum { EU_GATE_SHUT = 1, EU_GATE_OPEN, EU_GATE_FAIL, EU_GATE_INIT };
+int eu_world_gate(lua_State *L, int op, const char *why);
 
 #endif
 

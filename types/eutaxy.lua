@@ -116,6 +116,19 @@ local DurableObjectState = {}
 ---@param fn fun()
 function DurableObjectState.waitUntil(fn) end
 
+--- Runs fn with the object's input gate shut: until fn returns, its waits
+--- (calls, fetches, sleeps) included, no other event reaches the object (no
+--- call, no answer another invocation waits for, no alarm); they wait, and
+--- go on after. Returns what fn returns; nests. If fn raises, the object is
+--- reset as on Cloudflare: the invocation ends with the error even if it is
+--- caught, the calls kept waiting get it, every invocation in flight ends.
+--- A gate shut for more than 30 s resets the object too. In init, fn runs
+--- once init has returned, before anything is delivered (init does not see
+--- what it does), and returns nothing.
+---@param fn fun(): ...
+---@return any ...
+function DurableObjectState.blockConcurrencyWhile(fn) end
+
 --- The third argument of the worker's fetch(request, env, ctx) and scheduled(controller, env, ctx).
 ---@class eutaxy.WorkerContext
 local WorkerContext = {}

@@ -277,9 +277,34 @@ function runtime.boot(role, entry, bindings, binding, hex, name, vars)
     end
     return set_alarm(self, at)
   end
-  instance.ctx = { id = id, storage = store, waitUntil = worker_ctx.waitUntil }
+  -- ctx.blockConcurrencyWhile(fn): no other event reaches the object while
+  -- fn runs, waits included; if fn raises, the object is reset. In init,
+  -- the functions are kept and run first, before anything is delivered.
+  local constructing, init_blocks = true, {}
+  local function fail_gate(e)
+    local w = errors.to_wire(e)
+    core.gate("fail", w.name .. ": " .. w.message)
+    error(e, 0)
+  end
+  local function block_concurrency_while(fn)
+    if type(fn) ~= "function" then
+      error("blockConcurrencyWhile expects a function, got " .. type(fn), 2)
+    end
+    if constructing then
+      if #init_blocks == 0 then core.gate("init") end
+      init_blocks[#init_blocks + 1] = fn
+      return
+    end
+    core.gate("shut")
+    local r = pack(pcall(fn))
+    if not r[1] then fail_gate(r[2]) end
+    core.gate("open")
+    return unpack(r, 2, r.n)
+  end
+  instance.ctx = { id = id, storage = store, waitUntil = wait_until, blockConcurrencyWhile = block_concurrency_while }
   instance.env = env
   if instance.init then instance:init() end
+  constructing = false
 
   return function(kind, ...)
     if kind == "call" then
@@ -302,6 +327,14 @@ function runtime.boot(role, entry, bindings, binding, hex, name, vars)
       return http.to_wire(response)
     elseif kind == "waitUntil" then
       (...)()
+      return
+    elseif kind == "block" then
+      local fns = init_blocks
+      init_blocks = {}
+      for _, fn in ipairs(fns) do
+        local ok, e = pcall(fn)
+        if not ok then fail_gate(e) end
+      end
       return
     elseif kind == "alarm" then
       if type(instance.alarm) ~= "function" then
