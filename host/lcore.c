@@ -161,6 +161,35 @@ static int c_fetch(lua_State *L) {
   return lua_yield(L, 0);
 }
 
+/* all(fns) -> yields; resumed with true, or false and a wire error: the
+ * functions of the list run as branches of the invocation, side by side
+ * (eu_task_all). */
+static int c_all(lua_State *L) {
+  eu_task *t = need_task(L, "eutaxy.all");
+  int n, i, *refs;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  n = (int)luaL_len(L, 1);
+  luaL_argcheck(L, n > 0 && n <= 1000, 1, "from 1 to 1000 functions expected");
+  for (i = 1; i <= n; i++)
+    if (lua_geti(L, 1, i) != LUA_TFUNCTION) return luaL_error(L, "eutaxy.all: element %d is no function", i);
+  lua_settop(L, 1);
+  refs = lua_newuserdatauv(L, (size_t)n * sizeof *refs, 0);
+  for (i = 0; i < n; i++) {
+    lua_geti(L, 1, i + 1);
+    refs[i] = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  if (eu_task_all(t, refs, n) != EU_OK) return luaL_error(L, "eutaxy.all: out of memory");
+  return lua_yield(L, 0);
+}
+
+/* all_failed(): in a branch of eutaxy.all, its function raised. */
+static int c_all_failed(lua_State *L) {
+  eu_task *t = eu_world_running(L);
+  if (!t || eu_task_all_failed(t) != EU_OK) return luaL_error(L, "all_failed() belongs to a branch of eutaxy.all");
+  return 0;
+}
+
 /* no_retry(): controller:noRetry() of the scheduled invocation running. */
 static int c_no_retry(lua_State *L) {
   eu_task *t = eu_world_running(L);
@@ -301,6 +330,8 @@ static int c_id_class(lua_State *L) {
 }
 
 static const luaL_Reg isolate_funcs[] = {
+  {"all", c_all},
+  {"all_failed", c_all_failed},
   {"durability", c_durability},
   {"fault", c_fault},
   {"now", c_now},

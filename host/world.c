@@ -41,12 +41,13 @@
 #include "world.h"
 
 enum { EU_EV_START = 1, EU_EV_RESUME, EU_EV_ALARM, EU_EV_CRASH, EU_EV_ARRIVE, EU_EV_CRON, EU_EV_GATE };
-enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM, EU_TASK_SCHEDULED, EU_TASK_WAIT_UNTIL, EU_TASK_BLOCK };
+enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM, EU_TASK_SCHEDULED, EU_TASK_WAIT_UNTIL, EU_TASK_BLOCK,
+       EU_TASK_BRANCH };
 
 /* How long ctx.blockConcurrencyWhile may keep an object's input gate shut:
  * past it, as on Cloudflare, the object is reset. */
 #define EU_GATE_TIMEOUT_MS 30000
-enum { EU_WAIT_NONE = 0, EU_WAIT_CALL, EU_WAIT_SLEEP };
+enum { EU_WAIT_NONE = 0, EU_WAIT_CALL, EU_WAIT_SLEEP, EU_WAIT_ALL, EU_WAIT_WOKEN };
 
 #define EU_LABEL 128
 #define EU_FORMAT_MAX 160   /* bytes of a value shown in the trace */
@@ -139,6 +140,13 @@ struct eu_task {
   int64_t after;
   int after_slot;
   int deferred;         /* waitUntils it asked for: their identities and labels */
+  /* eutaxy.all: a branch's invocation (0 for none) and whether its end was
+   * counted there; an invocation's branches still running, and whether one
+   * of them raised */
+  int64_t parent;
+  int counted;
+  int branches;
+  int branch_failed;
   /* Identity for reduction (reduce.h): derived from the task that made it
    * and how many calls that task had made, so it is the same in every run,
    * whatever other objects did meanwhile. */
@@ -161,6 +169,7 @@ typedef struct eu_root {
   int effects;
   int sleeps;
   int waits;            /* waitUntils asked for under it, each a root of its own */
+  int alls;             /* eutaxy.all calls made under it, each branch a root of its own */
 } eu_root;
 
 /* A cron's invocations in a run, for labels and the cron-lost bound. */
@@ -550,6 +559,7 @@ static int new_root(eu_world *w, const char *event, int delivery) {
   w->roots[w->nroots].effects = 0;
   w->roots[w->nroots].sleeps = 0;
   w->roots[w->nroots].waits = 0;
+  w->roots[w->nroots].alls = 0;
   return w->nroots++;
 }
 
@@ -1104,10 +1114,12 @@ static void release_wait_untils(eu_world *w, eu_task *t) {
 }
 
 static void open_gate(eu_world *w, eu_object *o, int fail);
+static void branch_ended(eu_world *w, eu_task *b, int ok, const char *data, size_t len);
 
 static void free_task(eu_world *w, eu_task *t) {
   eu_task **pp;
   if (!w->closing && t->deferred) release_wait_untils(w, t);
+  if (!w->closing && t->kind == EU_TASK_BRANCH) branch_ended(w, t, 0, NULL, 0);
   /* a gate its holder leaves shut opens, unless it broke (break_gate) */
   if (!w->closing && t->obj->gate == t->id && !t->obj->gate_broken) open_gate(w, t->obj, 0);
   for (pp = &w->tasks; *pp; pp = &(*pp)->next)
@@ -1397,7 +1409,11 @@ static eu_object *gated(eu_world *w, const eu_event *ev) {
   case EU_EV_CRASH:
     if (!(t = find_task(w, ev->a))) return NULL;
     o = t->obj;
-    return o->gate && o->gate != t->id ? o : NULL;
+    if (!o->gate) return NULL;
+    /* the holder, and the branches of eutaxy.all it started, pass */
+    for (; t; t = t->parent ? find_task(w, t->parent) : NULL)
+      if (t->id == o->gate) return NULL;
+    return o;
   case EU_EV_ALARM:
     if (ev->a < 0 || ev->a >= w->nobjects) return NULL;
     o = w->objects[ev->a];
@@ -1512,6 +1528,7 @@ int eu_world_gate(lua_State *L, int op, const char *why) {
 
 static void finish(eu_world *w, eu_task *t, int ok, char *data, size_t len) {
   eu_object *o = t->obj;
+  if (t->kind == EU_TASK_BRANCH) branch_ended(w, t, ok, data, len);
   if (t->kind == EU_TASK_ALARM) {
     o->alarm_running = 0;
     if (ok && t->alarm_lost) {
@@ -1787,7 +1804,8 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
   }
   /* Returned: answer true and the results (a cron's firing has no one to
    * answer: what its handler returns is dropped, whatever it is). */
-  if ((t->kind == EU_TASK_SCHEDULED || t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_BLOCK) && !t->origin_slot) {
+  if ((t->kind == EU_TASK_SCHEDULED || t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_BLOCK ||
+       t->kind == EU_TASK_BRANCH) && !t->origin_slot) {
     lua_settop(co, 0);
     nres = 0;
   }
@@ -1829,7 +1847,8 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
       if (t->kind == EU_TASK_ALARM) {
         trace(w, "%s  done", t->label);
         record(w, "note", o->tag, NULL, "alarm done");
-      } else if (t->kind == EU_TASK_SCHEDULED || t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_BLOCK) {
+      } else if (t->kind == EU_TASK_SCHEDULED || t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_BLOCK ||
+                 t->kind == EU_TASK_BRANCH) {
         trace(w, "%s  done", t->label);
         record(w, "note", o->tag, NULL, "%s done", t->label);
       }
@@ -1846,7 +1865,8 @@ static const char *kind_name(int kind) {
   case EU_TASK_FETCH: return "fetch";
   case EU_TASK_ALARM: return "alarm";
   case EU_TASK_SCHEDULED: return "scheduled";
-  case EU_TASK_WAIT_UNTIL: return "waitUntil";
+  case EU_TASK_WAIT_UNTIL: return "run";
+  case EU_TASK_BRANCH: return "run";
   case EU_TASK_BLOCK: return "block";
   default: return "call";
   }
@@ -1897,7 +1917,7 @@ static int push_task(lua_State *L) {
     lua_pushstring(L, t->obj->w->cron_exprs[t->cron]);
     lua_pushinteger(L, (lua_Integer)t->cron_due);
     j->n = 2;
-  } else if (t->kind == EU_TASK_WAIT_UNTIL) {
+  } else if (t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_BRANCH) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, t->fnref);  /* the function, now the coroutine's */
     luaL_unref(L, LUA_REGISTRYINDEX, t->fnref);
     t->fnref = LUA_NOREF;
@@ -1998,7 +2018,7 @@ static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
   int n = 0, rc;
   char err[EU_ERRLEN];
   save_object(w, o);
-  if (t->kind == EU_TASK_WAIT_UNTIL && !o->iso) {  /* its function went with the isolate */
+  if ((t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_BRANCH) && !o->iso) {  /* its function went with the isolate */
     trace(w, "%s  dropped: its object was reset", t->label);
     free_task(w, t);
     return;
@@ -2007,7 +2027,7 @@ static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
    * waitUntil's function lives in the isolate: a reset before it starts is
    * one at the end of the invocation that asked for it. */
   if (o->iso && o->ns >= 0 && (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET)) && !busy(w, o) &&
-      t->kind != EU_TASK_WAIT_UNTIL && t->kind != EU_TASK_BLOCK) {
+      t->kind != EU_TASK_WAIT_UNTIL && t->kind != EU_TASK_BLOCK && t->kind != EU_TASK_BRANCH) {
     char label[EU_LABEL];
     if (t->kind == EU_TASK_ALARM) snprintf(label, sizeof label, "%s", t->label);
     else fault_label(w, label, sizeof label, t->root, t->effect, o->ns, t->method);
@@ -2319,6 +2339,99 @@ eu_task *eu_world_running(lua_State *L) {
   return w->running;
 }
 
+/* Whether a reset may strike while t waits. A branch of eutaxy.all in the
+ * worker has no client of its own to go away: its request's is the one its
+ * invocation waits with. */
+static int resettable_wait(eu_world *w, eu_task *t) {
+  return (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET)) && !(t->kind == EU_TASK_BRANCH && t->obj->ns < 0);
+}
+
+/* ---- eutaxy.all --------------------------------------------------------
+ *
+ * eutaxy.all{ f1, f2, ... } runs each function as a branch of the
+ * invocation: a task of its own in the same isolate, queued at once, with
+ * a root of its own (its calls and sleeps are numbered apart from its
+ * siblings', whatever their order) and its own turns, which interleave with
+ * everything else. The invocation waits (EU_WAIT_ALL) until every branch
+ * has ended, or one reports that its function raised (eu_task_all_failed),
+ * or one ends without returning (a limit, a crash): then it is resumed
+ * once, and the runtime returns the results or raises the first error.
+ * Branches still running go on, their results dropped, as promises do. */
+
+/* Wakes p, waiting for its branches, with data (NULL: true). */
+static void wake_all(eu_world *w, eu_task *p, char *data, size_t len) {
+  if (!data && ok_payload(w, &data, &len) != EU_OK) return;
+  p->waiting = EU_WAIT_WOKEN;
+  push_event(w, EU_EV_RESUME, w->sched.now, p->id, 0, data, len);
+}
+
+/* b ended: ok, or not, with its error as data (or none, killed). */
+static void branch_ended(eu_world *w, eu_task *b, int ok, const char *data, size_t len) {
+  eu_task *p;
+  if (b->counted) return;
+  b->counted = 1;
+  if (!b->parent || !(p = find_task(w, b->parent)) || p->waiting != EU_WAIT_ALL) return;
+  p->branches--;
+  if (!ok) {
+    char *copy = NULL;
+    size_t clen = 0;
+    if (data) {
+      if ((copy = malloc(len ? len : 1)) != NULL) memcpy(copy, data, len);
+      clen = len;
+    }
+    if (!copy && error_payload(w, "Error", "a function of eutaxy.all ended before it returned", 0, 1, &copy,
+                               &clen) != EU_OK)
+      return;
+    wake_all(w, p, copy, clen);
+  } else if (p->branch_failed || p->branches == 0) {
+    wake_all(w, p, NULL, 0);
+  }
+}
+
+int eu_task_all(eu_task *t, const int *refs, int n) {
+  eu_world *w = t->obj->w;
+  int i, k = 1, delivery = 0, root;
+  char event[64], sub[48], label[EU_LABEL];
+  eu_task *b;
+  if (t->root >= 0 && t->root < w->nroots) {
+    k = ++w->roots[t->root].alls;
+    delivery = w->roots[t->root].delivery;
+    snprintf(event, sizeof event, "%s", w->roots[t->root].event);
+  } else {
+    snprintf(event, sizeof event, "%.50s", t->label);
+  }
+  for (i = 0; i < n; i++) {
+    const char *base = t->root >= 0 && t->root < w->nroots ? w->roots[t->root].sub : "";
+    if (snprintf(sub, sizeof sub, "%s all #%d.%d", base, k, i + 1) >= (int)sizeof sub)
+      snprintf(sub, sizeof sub, " all #%d.%d", k, i + 1);  /* nested too deep to name the path */
+    if ((root = new_root(w, event, delivery)) < 0) return EU_ENOMEM;
+    snprintf(w->roots[root].sub, sizeof w->roots[root].sub, "%s", sub);
+    snprintf(label, sizeof label, "%.90s all #%d.%d", t->label, k, i + 1);
+    if (!(b = new_task(w, EU_TASK_BRANCH, t->obj, "all", label))) return EU_ENOMEM;
+    b->ident = eu_mix64(eu_mix64(t->ident, 0xa110u + (uint64_t)k), (uint64_t)i);
+    b->parent = t->id;
+    b->fnref = refs[i];
+    b->root = root;
+    if (push_event(w, EU_EV_START, w->sched.now, b->id, 0, NULL, 0) != EU_OK) {
+      b->fnref = LUA_NOREF;  /* the caller lets go of the rest */
+      free_task(w, b);
+      return EU_ENOMEM;
+    }
+  }
+  t->waiting = EU_WAIT_ALL;
+  t->branches = n;
+  t->branch_failed = 0;
+  trace(w, "%s  eutaxy.all #%d: %d function%s side by side", t->label, k, n, n == 1 ? "" : "s");
+  return EU_OK;
+}
+
+int eu_task_all_failed(eu_task *b) {
+  eu_task *p;
+  if (b->kind != EU_TASK_BRANCH) return EU_EINVAL;
+  if (b->parent && (p = find_task(b->obj->w, b->parent)) != NULL) p->branch_failed = 1;
+  return EU_OK;
+}
+
 int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t namelen,
                  char *payload, size_t len, const char *method) {
   eu_world *w = t->obj->w;
@@ -2334,7 +2447,7 @@ int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t n
   }
   effect = t->root >= 0 ? w->roots[t->root].effects++ : 0;
   t->waiting = EU_WAIT_CALL;
-  if (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET)) wait_point(w, t, effect, ns, method, 0);
+  if (resettable_wait(w, t)) wait_point(w, t, effect, ns, method, 0);
   if (TRACING(w)) {
     eu_buf tmp;
     eu_buf_init(&tmp);
@@ -2444,7 +2557,7 @@ int eu_task_sleep(eu_task *t, int64_t ms) {
   int rc = ok_payload(w, &data, &len);
   if (rc != EU_OK) return rc;
   t->waiting = EU_WAIT_SLEEP;
-  if (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET)) wait_point(w, t, 0, -1, NULL, ms > 0 ? ms : 0);
+  if (resettable_wait(w, t)) wait_point(w, t, 0, -1, NULL, ms > 0 ? ms : 0);
   trace(w, "%s  sleeps %" PRId64 "ms", t->label, ms);
   record(w, "note", t->obj->tag, NULL, "sleeps %" PRId64 "ms", ms);
   return push_event(w, EU_EV_RESUME, w->sched.now + (ms > 0 ? ms : 0), t->id, 0, data, len);

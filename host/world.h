@@ -311,6 +311,14 @@ int eu_task_sleep(eu_task *t, int64_t ms);
  * reset of the object before it starts drops it. EU_EINVAL outside an
  * invocation of that isolate (a module loading, init), EU_ENOMEM. */
 int eu_world_wait_until(lua_State *L, int fnref);
+/* eutaxy.all: refs, n registry references to functions in t's isolate (the
+ * world's from now on), each run as a branch of t, side by side; t waits
+ * until every one has ended or one reports failing, and is then resumed
+ * with true, or with false and an error when a branch ended without
+ * returning. EU_ENOMEM (the references not yet taken are the caller's). */
+int eu_task_all(eu_task *t, const int *refs, int n);
+/* The function of the branch b raised: its invocation is resumed once b ends. */
+int eu_task_all_failed(eu_task *b);
 /* controller:noRetry() of a scheduled invocation: it is not retried if it
  * fails. EU_EINVAL for a task that is no scheduled invocation. */
 int eu_task_no_retry(eu_task *t);

@@ -26,6 +26,17 @@ function eutaxy.sleep(ms) end
 ---@return string
 function eutaxy.uuid() end
 
+--- Runs the functions side by side, as Promise.all does: each is a task of
+--- its own in this isolate, so their calls, fetches and sleeps are in flight
+--- at once (and `eutaxy check` explores every order of their turns). Returns
+--- the first value each returned, in the order of the functions, once all
+--- have returned; raises the first error one raises, as soon as it does (the
+--- others run on, their results dropped). A yield point, as an RPC call is.
+--- `local a, b = eutaxy.all { function() return x:get() end, function() return y:get() end }`
+---@param fns (fun(): any)[]
+---@return any ...
+function eutaxy.all(fns) end
+
 --- Calls a service outside the worker: an absolute URL or a Request, and
 --- init as for Request.new. A yield point, as an RPC call is; raises as a
 --- failed RPC does. In `eutaxy check` and in specs only the services a

@@ -94,6 +94,45 @@ function eutaxy.sleep(ms)
   core.sleep(ms)
 end
 
+--- Runs the functions side by side, as Promise.all does: each is a task of
+--- its own in this isolate, so their calls, fetches and sleeps are in flight
+--- at once, and `eutaxy check` explores every order of their turns. Returns
+--- the first value each returned, in order, once all have returned; raises
+--- the first error one raises, as soon as it does (the others run on, their
+--- results dropped). A yield point, as an RPC call is.
+---@param fns (fun(): any)[]
+---@return any ...
+function eutaxy.all(fns)
+  in_isolate("eutaxy.all()")
+  if type(fns) ~= "table" then error("eutaxy.all expects a list of functions, got " .. type(fns), 2) end
+  local n = #fns
+  if n == 0 then return end
+  local results, failed = {}, nil
+  local branches = {}
+  for i = 1, n do
+    local f = fns[i]
+    if type(f) ~= "function" then
+      error(string.format("eutaxy.all expects a list of functions, got %s at [%d]", type(f), i), 2)
+    end
+    branches[i] = function()
+      local ok, v = pcall(f)
+      if ok then
+        results[i] = v
+      elseif failed == nil then
+        failed = { v }
+        core.all_failed()
+      end
+    end
+  end
+  local ok, err = core.all(branches)
+  if ok == false then
+    if type(err) == "table" then err = errors.from_wire(err) end
+    error(err, 2)
+  end
+  if failed then error(failed[1], 0) end
+  return table.unpack(results, 1, n)
+end
+
 --- A random (version 4) UUID from the run's seed.
 ---@return string
 function eutaxy.uuid()

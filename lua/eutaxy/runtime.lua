@@ -217,7 +217,7 @@ function runtime.boot(role, entry, bindings, binding, hex, name, vars)
     -- looks for what a worker turn changes: host/heapprint.h).
     local _ = http.from_wire, eutaxy.Request, eutaxy.Response, eutaxy.Headers, eutaxy.json, eutaxy.url
     return function(kind, wire, ...)
-      if kind == "waitUntil" then
+      if kind == "run" then
         wire()
         return
       end
@@ -247,7 +247,7 @@ function runtime.boot(role, entry, bindings, binding, hex, name, vars)
     local ctx = { storage = storage.new(core.storage()), waitUntil = worker_ctx.waitUntil }
     local service_env = make_env({})
     return function(kind, wire)
-      if kind == "waitUntil" then
+      if kind == "run" then
         wire()
         return
       end
@@ -325,7 +325,7 @@ function runtime.boot(role, entry, bindings, binding, hex, name, vars)
         error(errors.new("TypeError", class_name .. ":fetch must return a Response, got " .. type(response)), 0)
       end
       return http.to_wire(response)
-    elseif kind == "waitUntil" then
+    elseif kind == "run" then
       (...)()
       return
     elseif kind == "block" then
