@@ -226,6 +226,19 @@ static int c_gate(lua_State *L) {
   return 0;
 }
 
+/* abort(reason): ctx.abort. Where the invocation can yield it is suspended
+ * for good, so nothing catches it; where it cannot, reason is raised, and
+ * the invocation ends with it all the same (eu_world_abort). */
+static int c_abort(lua_State *L) {
+  const char *reason = luaL_optstring(L, 1, NULL);
+  eu_task *t = eu_world_running(L);
+  if (eu_world_abort(L, reason) != EU_OK)
+    return luaL_error(L, "abort can only be called while one of the object's invocations runs");
+  if (t && lua_isyieldable(L)) return lua_yield(L, 0);
+  lua_pushstring(L, reason ? reason : "the object was aborted");
+  return lua_error(L);
+}
+
 static int c_in_invocation(lua_State *L) {
   lua_pushboolean(L, eu_world_running(L) != NULL);
   return 1;
@@ -330,6 +343,7 @@ static int c_id_class(lua_State *L) {
 }
 
 static const luaL_Reg isolate_funcs[] = {
+  {"abort", c_abort},
   {"all", c_all},
   {"all_failed", c_all_failed},
   {"durability", c_durability},

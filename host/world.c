@@ -47,6 +47,8 @@ enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM, EU_TASK_SCHEDULED, EU_TASK
 /* How long ctx.blockConcurrencyWhile may keep an object's input gate shut:
  * past it, as on Cloudflare, the object is reset. */
 #define EU_GATE_TIMEOUT_MS 30000
+
+enum { EU_BREAK_NONE = 0, EU_BREAK_GATE, EU_BREAK_ABORT };
 enum { EU_WAIT_NONE = 0, EU_WAIT_CALL, EU_WAIT_SLEEP, EU_WAIT_ALL, EU_WAIT_WOKEN };
 
 #define EU_LABEL 128
@@ -102,14 +104,15 @@ struct eu_object {
   int boot_wire_ref;
   /* The input gate (ctx.blockConcurrencyWhile): the task it is shut for
    * (0 when open), how deep its calls nest, the generation its time-out
-   * names; init asked for functions to run before anything else; the
-   * function raised, and the error, for the tasks kept waiting. */
+   * names; init asked for functions to run before anything else. breaking:
+   * the object is reset once the turn running ends (EU_BREAK_*), and
+   * break_error says why, to the calls it held or (abort) every caller. */
   int64_t gate;
   int gate_depth;
   int64_t gate_gen;
   int init_block;
-  int gate_broken;
-  char gate_error[192];
+  int breaking;
+  char break_error[192];
 };
 
 struct eu_task {
@@ -1121,7 +1124,7 @@ static void free_task(eu_world *w, eu_task *t) {
   if (!w->closing && t->deferred) release_wait_untils(w, t);
   if (!w->closing && t->kind == EU_TASK_BRANCH) branch_ended(w, t, 0, NULL, 0);
   /* a gate its holder leaves shut opens, unless it broke (break_gate) */
-  if (!w->closing && t->obj->gate == t->id && !t->obj->gate_broken) open_gate(w, t->obj, 0);
+  if (!w->closing && t->obj->gate == t->id && !t->obj->breaking) open_gate(w, t->obj, 0);
   for (pp = &w->tasks; *pp; pp = &(*pp)->next)
     if (*pp == t) {
       *pp = t->next;
@@ -1440,8 +1443,8 @@ static void release_held(eu_world *w, eu_object *o, eu_event *ev, int fail) {
   eu_task *t = ev->kind != EU_EV_ALARM ? find_task(w, ev->a) : NULL;
   if (fail && ev->kind == EU_EV_START && t && !t->co) {
     free(ev->data);
-    trace(w, "%s  ends: %s", t->label, o->gate_error);
-    answer_error(w, t, "Error", o->gate_error, 1, 0);
+    trace(w, "%s  ends: %s", t->label, o->break_error);
+    answer_error(w, t, "Error", o->break_error, 1, 0);
     finish(w, t, 0, NULL, 0);
     return;
   }
@@ -1477,16 +1480,20 @@ static void shut_gate(eu_world *w, eu_object *o, eu_task *t) {
   push_event(w, EU_EV_GATE, w->sched.now + EU_GATE_TIMEOUT_MS, o->index, o->gate_gen, NULL, 0);
 }
 
-int eu_world_reset(eu_world *w, eu_object *o);
+static void reset_object(eu_world *w, eu_object *o, const char *why, int remote, int retryable);
 
-/* blockConcurrencyWhile's function raised, or ran too long: the calls held
- * get the error, and the object is reset. */
-static void break_gate(eu_world *w, eu_object *o) {
-  trace(w, "%s  %s", o->tag, o->gate_error);
-  record(w, "note", o->tag, NULL, "%.150s", o->gate_error);
-  o->gate_broken = 0;
+/* blockConcurrencyWhile's function raised or ran too long, or ctx.abort was
+ * called: the calls the gate held get the error, and the object is reset,
+ * with that error to every caller of an invocation in flight on an abort. */
+static void break_object(eu_world *w, eu_object *o) {
+  int abort = o->breaking == EU_BREAK_ABORT;
+  trace(w, "%s  %s%s", o->tag, abort ? "aborted: " : "", o->break_error);
+  record(w, "note", o->tag, NULL, "%s%.150s", abort ? "aborted: " : "", o->break_error);
+  if (abort && w->o.echo_log) fprintf(stderr, "[%s] aborted: %s\n", o->tag, o->break_error);
+  o->breaking = EU_BREAK_NONE;
   open_gate(w, o, 1);
-  eu_world_reset(w, o);
+  if (abort) reset_object(w, o, o->break_error, 1, 0);
+  else reset_object(w, o, NULL, 0, 1);
 }
 
 int eu_world_gate(lua_State *L, int op, const char *why) {
@@ -1515,13 +1522,25 @@ int eu_world_gate(lua_State *L, int op, const char *why) {
     return EU_OK;
   case EU_GATE_FAIL:
     if (!o->gate) return EU_EINVAL;
-    if (!o->gate_broken)
-      snprintf(o->gate_error, sizeof o->gate_error, "the object was reset: blockConcurrencyWhile's function raised %.120s",
+    if (!o->breaking) {
+      snprintf(o->break_error, sizeof o->break_error, "the object was reset: blockConcurrencyWhile's function raised %.120s",
                why ? why : "an error");
-    o->gate_broken = 1;
+      o->breaking = EU_BREAK_GATE;
+    }
     return EU_OK;
   }
   return EU_EINVAL;
+}
+
+int eu_world_abort(lua_State *L, const char *reason) {
+  eu_object *o = eu_isolate_ud(L);
+  eu_world *w = o ? o->w : NULL;
+  eu_task *t = w ? w->running : NULL;
+  if (!o || o->ns < 0 || !t || t->obj != o) return EU_EINVAL;
+  if (o->breaking != EU_BREAK_ABORT)
+    snprintf(o->break_error, sizeof o->break_error, "%s", reason && *reason ? reason : "the object was aborted");
+  o->breaking = EU_BREAK_ABORT;
+  return EU_OK;
 }
 
 /* ---- running turns ---------------------------------------------------- */
@@ -1718,8 +1737,8 @@ static void run_turn(eu_world *w, eu_task *t, int nargs) {
     snprintf(label, sizeof label, "%.120s ended while %.60s waits", who, o->tag);
   }
   turn(w, t, nargs);
-  if (o->gate_broken) {
-    break_gate(w, o);
+  if (o->breaking) {
+    break_object(w, o);
     return;
   }
   if (!label[0] || w->stopped || find_task(w, id) || !o->iso || !busy(w, o)) return;
@@ -1766,14 +1785,15 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
   eu_isolate_arm(co, w->o.cpu_limit);
   status = lua_resume(co, NULL, nargs, &nres);
   w->running = NULL;
-  if (o->gate_broken && (status == LUA_OK || status == LUA_YIELD)) {
-    /* blockConcurrencyWhile's function raised, and the error was caught:
-     * the invocation ends with it all the same, and the object is reset. */
+  if (o->breaking && (status == LUA_OK || status == LUA_YIELD || o->breaking == EU_BREAK_ABORT)) {
+    /* blockConcurrencyWhile's function raised and the error was caught, or
+     * the invocation called ctx.abort: it ends with that error all the
+     * same, and the object is reset (run_turn). */
     lua_settop(co, 0);
     t->waiting = EU_WAIT_NONE;
     end_turn(w, o, NULL, 0, NULL, 0);
-    trace(w, "%s  ends: %s", t->label, o->gate_error);
-    answer_error(w, t, "Error", o->gate_error, 1, 0);
+    trace(w, "%s  ends: %s", t->label, o->break_error);
+    answer_error(w, t, "Error", o->break_error, 1, 0);
     finish(w, t, 0, NULL, 0);
     return;
   }
@@ -2249,9 +2269,10 @@ static void dispatch(eu_world *w, eu_event *ev) {
     if (ev->a >= 0 && ev->a < w->nobjects) {
       eu_object *o = w->objects[ev->a];
       if (!o->gate || o->gate_gen != ev->b) break;  /* opened since */
-      snprintf(o->gate_error, sizeof o->gate_error,
+      snprintf(o->break_error, sizeof o->break_error,
                "the object was reset: blockConcurrencyWhile's function ran past %d s", EU_GATE_TIMEOUT_MS / 1000);
-      break_gate(w, o);
+      o->breaking = EU_BREAK_GATE;
+      break_object(w, o);
     }
     break;
   }
@@ -2770,17 +2791,24 @@ void eu_world_wake(eu_world *w, eu_object *o) {
 /* ---- reset ------------------------------------------------------------ */
 
 int eu_world_reset(eu_world *w, eu_object *o) {
+  if (o->ns < 0) return EU_EINVAL;
+  reset_object(w, o, NULL, 0, 1);
+  return EU_OK;
+}
+
+/* The reset: why (NULL for a reset of the platform's) is what the callers
+ * of the invocations in flight get. */
+static void reset_object(eu_world *w, eu_object *o, const char *why, int remote, int retryable) {
   eu_task *t, *next;
   int alarm = 0, alarm_retry = 0;
-  if (o->ns < 0) return EU_EINVAL;
   save_object(w, o);
   if (w->step_open) eu_fp_add(&w->fp, o->res, 1);
   trace(w, "%s  reset: in-memory state lost, storage kept", o->tag);
   record(w, "note", o->tag, NULL, "reset: in-memory state lost");
-  /* A waitUntil not started yet goes with the isolate its function is in. */
+  /* A waitUntil or a branch not started yet goes with the isolate its function is in. */
   for (t = w->tasks; t; t = next) {
     next = t->next;
-    if (t->obj != o || t->kind != EU_TASK_WAIT_UNTIL || t->co) continue;
+    if (t->obj != o || (t->kind != EU_TASK_WAIT_UNTIL && t->kind != EU_TASK_BRANCH) || t->co) continue;
     trace(w, "%s  dropped: its object was reset", t->label);
     free_task(w, t);
   }
@@ -2790,7 +2818,8 @@ int eu_world_reset(eu_world *w, eu_object *o) {
     next = t->next;
     if (t->obj != o || !t->co) continue;  /* a call not yet delivered still arrives */
     trace(w, "%s  ends: its object was reset", t->label);
-    answer_error(w, t, "Error", "the object was reset while the invocation was running", 0, 1);
+    answer_error(w, t, "Error", why ? why : "the object was reset while the invocation was running",
+                 why ? remote : 0, why ? retryable : 1);
     if (t->kind == EU_TASK_ALARM) {
       alarm = 1;
       alarm_retry = t->alarm_retry;
@@ -2808,11 +2837,10 @@ int eu_world_reset(eu_world *w, eu_object *o) {
   close_isolate(w, o);
   o->alarm_running = 0;
   o->init_block = 0;
-  o->gate_broken = 0;
+  o->breaking = EU_BREAK_NONE;
   if (o->gate) open_gate(w, o, 0);  /* its holder is gone */
   note_resident(w, o);
   reconcile_alarm(w, o);
-  return EU_OK;
 }
 
 /* ---- eviction --------------------------------------------------------- */

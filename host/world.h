@@ -290,6 +290,13 @@ int eu_world_check_id(lua_State *L, const char *binding, const char *hex, const 
  * (runtime's dispatch("block")). EU_EINVAL when L's object cannot do that now. */
 enum { EU_GATE_SHUT = 1, EU_GATE_OPEN, EU_GATE_FAIL, EU_GATE_INIT };
 int eu_world_gate(lua_State *L, int op, const char *why);
+/* ctx.abort(reason), from the isolate L while one of its object's
+ * invocations runs: once the turn running ends (at a yield, a return or an
+ * error, whatever catches it), the invocation ends, and the object is reset
+ * with reason (or "the object was aborted") as the error of every caller of
+ * an invocation in flight and of every call its gate held. EU_EINVAL
+ * outside an invocation of an object. */
+int eu_world_abort(lua_State *L, const char *reason);
 
 #endif
 

@@ -140,6 +140,14 @@ function DurableObjectState.waitUntil(fn) end
 ---@return any ...
 function DurableObjectState.blockConcurrencyWhile(fn) end
 
+--- Resets the object, as on Cloudflare: the invocation that calls it ends
+--- there (nothing catches it, and its turn's writes are undone), and the
+--- caller of every invocation in flight, this one's included, gets an error
+--- whose message is reason (remote, not retryable). Only while one of the
+--- object's invocations runs.
+---@param reason? string
+function DurableObjectState.abort(reason) end
+
 --- The third argument of the worker's fetch(request, env, ctx) and scheduled(controller, env, ctx).
 ---@class eutaxy.WorkerContext
 local WorkerContext = {}

@@ -301,7 +301,14 @@ function runtime.boot(role, entry, bindings, binding, hex, name, vars)
     core.gate("open")
     return unpack(r, 2, r.n)
   end
-  instance.ctx = { id = id, storage = store, waitUntil = wait_until, blockConcurrencyWhile = block_concurrency_while }
+  -- ctx.abort(reason): the object is reset, and every caller of an
+  -- invocation in flight (this one's included) gets reason as its error.
+  local function abort(reason)
+    if reason ~= nil then reason = tostring(reason) end
+    core.abort(reason)
+  end
+  instance.ctx = { id = id, storage = store, waitUntil = wait_until, blockConcurrencyWhile = block_concurrency_while,
+                   abort = abort }
   instance.env = env
   if instance.init then instance:init() end
   constructing = false
