@@ -46,7 +46,7 @@ end)
 
 describe("ctx.abort under check", function()
   it("is the same in every run of a schedule", function()
-    local doc, code = C.json(FIX .. "both.sim.lua --check-determinism" .. C.NO_BUDGET)
+    local doc, code = C.json(FIX .. "both.sim.lua" .. C.DETERMINISM .. C.NO_BUDGET)
     assert.are.equal(0, code, doc.message)
   end)
 end)

@@ -53,14 +53,14 @@ end)
 
 describe("eutaxy.all under check", function()
   it("explores both orders of two writes side by side", function()
-    local doc, code = C.json(FIX .. "log.sim.lua --check-determinism" .. C.NO_BUDGET)
+    local doc, code = C.json(FIX .. "log.sim.lua" .. C.DETERMINISM .. C.NO_BUDGET)
     assert.are.equal(1, code)
     assert.are.equal("x-lands-first", doc.invariant)
     assert.are.equal("first: y", doc.message)
   end)
 
   it("makes each branch's calls fault points of their own", function()
-    local doc, code = C.json(FIX .. "sum.sim.lua --check-determinism" .. C.NO_BUDGET)
+    local doc, code = C.json(FIX .. "sum.sim.lua" .. C.DETERMINISM .. C.NO_BUDGET)
     assert.are.equal(0, code, doc.message)
     for _, point in ipairs({ "req-1 all #1.1 effect #0 (DO:ACCOUNT get)", "req-1 all #1.2 effect #0 (DO:ACCOUNT get)" }) do
       assert.are.same({ "rpc-fail", "ambiguous", "caller-crash", "overloaded" }, C.find_point(doc.coverage, point).tried)

@@ -69,7 +69,7 @@ end)
 
 describe("ids under check", function()
   it("cross in every order of two requests, the same in every run of a schedule", function()
-    local doc, code = C.json(FIX .. "rooms.sim.lua --check-determinism" .. C.NO_BUDGET)
+    local doc, code = C.json(FIX .. "rooms.sim.lua" .. C.DETERMINISM .. C.NO_BUDGET)
     assert.are.equal(0, code, doc.message)
     assert.are.equal("BOUNDED", doc.verdict)
     assert.is_true(doc.counts.schedules > 1)

@@ -29,7 +29,7 @@ end)
 
 describe("the overloaded fault", function()
   it("refuses the call before the object runs it, with overloaded = true and retryable = false", function()
-    local doc, code = C.json(FIX .. "hit.sim.lua --check-determinism" .. C.NO_BUDGET)
+    local doc, code = C.json(FIX .. "hit.sim.lua" .. C.DETERMINISM .. C.NO_BUDGET)
     assert.are.equal(1, code)
     assert.are.same({ "overloaded at req-1#1 effect #0 (DO:COUNTER hit)" }, doc.faults)
     assert.are.same({ name = "Error", message = "Durable Object is overloaded. Too many requests queued.",

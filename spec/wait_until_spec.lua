@@ -82,7 +82,7 @@ end)
 
 describe("ctx.waitUntil under check", function()
   it("is a task whose turns interleave with the next request's", function()
-    local doc, code = C.json(FIX .. "order.sim.lua --check-determinism" .. C.NO_BUDGET)
+    local doc, code = C.json(FIX .. "order.sim.lua" .. C.DETERMINISM .. C.NO_BUDGET)
     assert.are.equal(1, code)
     assert.are.equal("read-sees-the-write", doc.invariant)
     local trace = table.concat(doc.trace, "\n") .. "\n"
@@ -98,7 +98,7 @@ describe("ctx.waitUntil under check", function()
   end)
 
   it("numbers the calls of each function apart, so every order is one set of fault points", function()
-    local doc, code = C.json(FIX .. "faults.sim.lua --check-determinism" .. C.NO_BUDGET)
+    local doc, code = C.json(FIX .. "faults.sim.lua" .. C.DETERMINISM .. C.NO_BUDGET)
     assert.are.equal(0, code, doc.message)
     assert.are.same({ "rpc-fail", "reset" }, C.find_point(doc.coverage, "req-1 waitUntil #1 effect #0 (DO:LOG add)").tried)
     assert.are.same({ "rpc-fail", "reset" }, C.find_point(doc.coverage, "req-1 waitUntil #2 effect #0 (DO:LOG add)").tried)

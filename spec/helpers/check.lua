@@ -8,6 +8,11 @@ local check = {}
 --- A budget no run can reach, so a slow machine changes no verdict.
 check.NO_BUDGET = " --budget-ms 600000"
 
+--- Every schedule run twice, rewound and built afresh; under valgrind
+--- (EUTAXY_VALGRIND) once, as the check/* tests are: a second identical run
+--- finds no other memory error.
+check.DETERMINISM = os.getenv("EUTAXY_VALGRIND") and "" or " --check-determinism"
+
 --- Runs `eutaxy check ARGS`; returns stdout, stderr and the exit code.
 function check.run(args)
   return process.run(process.bin .. " check " .. args)
