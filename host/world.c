@@ -2268,7 +2268,9 @@ static void dispatch(eu_world *w, eu_event *ev) {
   case EU_EV_GATE:
     if (ev->a >= 0 && ev->a < w->nobjects) {
       eu_object *o = w->objects[ev->a];
-      if (!o->gate || o->gate_gen != ev->b) break;  /* opened since */
+      int due = o->gate && o->gate_gen == ev->b;  /* else it opened since */
+      eu_world_touch(w, o->res, due);
+      if (!due) break;
       snprintf(o->break_error, sizeof o->break_error,
                "the object was reset: blockConcurrencyWhile's function ran past %d s", EU_GATE_TIMEOUT_MS / 1000);
       o->breaking = EU_BREAK_GATE;
@@ -2335,8 +2337,9 @@ int eu_world_step(eu_world *w, char *err, size_t errlen) {
     return 0;
   }
   /* The worker's isolate is written only by a turn that changes what
-   * outlives it: turn() decides. */
-  eu_world_touch(w, ties[pick].res, ties[pick].res != EU_RES_WORKER);
+   * outlives it: turn() decides. A gate's time-out only reads its object
+   * when the gate opened since: dispatch says. */
+  if (ties[pick].kind != EU_EV_GATE) eu_world_touch(w, ties[pick].res, ties[pick].res != EU_RES_WORKER);
   dispatch(w, &ties[pick]);
   free(ties[pick].data);
   return 1;
