@@ -57,8 +57,8 @@ record="$tmp/runs.tsv"
 
 # name|expected-verdict|expected-schedules|jobs|scenario|extra arguments (optional)
 workloads=(
-  "leases|VIOLATED|13|1|scenarios/lease-pool/leases.sim.lua"
-  "leases-fixed|BOUNDED|15|1|scenarios/lease-pool/leases.fixed.sim.lua"
+  "leases|VIOLATED|15|1|scenarios/lease-pool/leases.sim.lua"
+  "leases-fixed|BOUNDED|17|1|scenarios/lease-pool/leases.fixed.sim.lua"
 )
 if [ "$wide" = full ]; then
   workloads+=("wide|BOUNDED|5356|1|bench/check/wide/wide.sim.lua"
@@ -72,7 +72,7 @@ if [ "$reset" = 1 ]; then
 fi
 # The cost of sim.always: the same spaces, with the uniqueness also looked at after every turn that wrote.
 if [ "$always" = yes ]; then
-  workloads+=("leases-fixed-always|BOUNDED|16|1|bench/check/lease-always/leases-fixed-always.sim.lua"
+  workloads+=("leases-fixed-always|BOUNDED|18|1|bench/check/lease-always/leases-fixed-always.sim.lua"
               "wide-small-always|BOUNDED|2780|1|bench/check/wide/wide-small-always.sim.lua")
 fi
 
@@ -97,8 +97,8 @@ fi
 # a row, for the memory the checkpoints take against the depth of a run.
 if [ "$restore" = yes ]; then
   workloads=()
-  for w in "leases|VIOLATED|13|1|scenarios/lease-pool/leases.sim.lua|" \
-           "leases-fixed|BOUNDED|15|1|scenarios/lease-pool/leases.fixed.sim.lua|" \
+  for w in "leases|VIOLATED|15|1|scenarios/lease-pool/leases.sim.lua|" \
+           "leases-fixed|BOUNDED|17|1|scenarios/lease-pool/leases.fixed.sim.lua|" \
            "wide|BOUNDED|5356|1|bench/check/wide/wide.sim.lua|" \
            "wide-full|BOUNDED|303274|1|bench/check/wide/wide.sim.lua|--no-reduction" \
            "wide-small-reset|BOUNDED|3664|1|bench/check/wide/wide-small-reset.sim.lua|" \
