@@ -122,8 +122,10 @@ static int c_call(lua_State *L) {
 }
 
 /* fetch(origin, wire request) -> yields; resumed with (ok, wire response | wire error).
- * nil and a message, without yielding, for an origin that is no service the
- * world was given (sim.service): the caller raises it where the user called. */
+ * An origin that is no service the world was given (sim.service) goes out
+ * to the network in a world that has a way out (serve); in one that has
+ * none, and when the request cannot go out, nil and a message, without
+ * yielding: the caller raises it where the user called. */
 static int c_fetch(lua_State *L) {
   eu_world *w = eu_world_of(L);
   const char *origin = luaL_checkstring(L, 1);
@@ -134,12 +136,26 @@ static int c_fetch(lua_State *L) {
   char *payload;
   size_t len;
   luaL_checktype(L, 2, LUA_TTABLE);
+  if (!eu_world_is_service(w, ns) && eu_world_has_outbound(w)) {
+    eu_buf_init(&b);
+    if (eu_clone_encode(L, 2, 1, &b, err, sizeof err) != EU_OK) {
+      eu_buf_free(&b);
+      return luaL_error(L, "eutaxy.fetch: the request cannot be sent: %s", err);
+    }
+    payload = eu_buf_take(&b, &len);
+    if (eu_task_outbound(t, payload, len, err, sizeof err) != EU_OK) {
+      lua_pushnil(L);
+      lua_pushfstring(L, "eutaxy.fetch: %s", err);
+      return 2;
+    }
+    return lua_yield(L, 0);
+  }
   if (!eu_world_is_service(w, ns)) {
     eu_buf_init(&b);
     lua_pushnil(L);
-    lua_pushfstring(L, "eutaxy.fetch: no service answers %s in this world (services: %s). Outbound calls "
-                    "reach only the services a scenario declares (sim.service) or a world is given "
-                    "(services); eutaxy serve makes no outbound calls yet",
+    lua_pushfstring(L, "eutaxy.fetch: no service answers %s in this world (services: %s). In eutaxy check "
+                    "and in specs, outbound calls reach only the services a scenario declares (sim.service) "
+                    "or a world is given (services); under eutaxy serve they go out to the network",
                     origin, eu_world_services(w, &b));
     eu_buf_free(&b);
     eu_world_note_undeclared(w, lua_tostring(L, -1));

@@ -49,7 +49,7 @@ enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM, EU_TASK_SCHEDULED, EU_TASK
 #define EU_GATE_TIMEOUT_MS 30000
 
 enum { EU_BREAK_NONE = 0, EU_BREAK_GATE, EU_BREAK_ABORT };
-enum { EU_WAIT_NONE = 0, EU_WAIT_CALL, EU_WAIT_SLEEP, EU_WAIT_ALL, EU_WAIT_WOKEN };
+enum { EU_WAIT_NONE = 0, EU_WAIT_CALL, EU_WAIT_SLEEP, EU_WAIT_ALL, EU_WAIT_WOKEN, EU_WAIT_OUTBOUND };
 
 #define EU_LABEL 128
 #define EU_FORMAT_MAX 160   /* bytes of a value shown in the trace */
@@ -2585,6 +2585,38 @@ int eu_task_sleep(eu_task *t, int64_t ms) {
   trace(w, "%s  sleeps %" PRId64 "ms", t->label, ms);
   record(w, "note", t->obj->tag, NULL, "sleeps %" PRId64 "ms", ms);
   return push_event(w, EU_EV_RESUME, w->sched.now + (ms > 0 ? ms : 0), t->id, 0, data, len);
+}
+
+int eu_world_has_outbound(eu_world *w) { return w->o.outbound != NULL; }
+
+/* Its turn commits at this yield as at an RPC; the host holds the request
+ * until that commit is durable, and wakes t with the answer. */
+int eu_task_outbound(eu_task *t, char *payload, size_t len, char *err, size_t errlen) {
+  eu_world *w = t->obj->w;
+  int rc;
+  if (!w->o.outbound) {
+    free(payload);
+    return eu_err(err, errlen, EU_EINVAL, "this world makes no outbound calls");
+  }
+  if (t->root >= 0) w->roots[t->root].effects++;
+  if (TRACING(w)) {
+    eu_buf tmp;
+    eu_buf_init(&tmp);
+    trace(w, "%s  calls the network %s", t->label, fmtfetch(w, &tmp, payload, len, 0));
+    eu_buf_free(&tmp);
+  }
+  rc = w->o.outbound(w->o.outbound_ud, t->id, payload, len, err, errlen);
+  if (rc == EU_OK) t->waiting = EU_WAIT_OUTBOUND;
+  return rc;
+}
+
+int eu_world_resume_outbound(eu_world *w, int64_t task, char *data, size_t len) {
+  eu_task *t = find_task(w, task);
+  if (!t || !t->co || t->waiting != EU_WAIT_OUTBOUND) {
+    free(data);
+    return EU_EINVAL;
+  }
+  return push_event(w, EU_EV_RESUME, w->sched.now, task, 0, data, len);
 }
 
 /* ---- slots ------------------------------------------------------------ */

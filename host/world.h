@@ -108,6 +108,15 @@ typedef struct eu_world_opts {
    * provider's: the world never closes them. */
   eu_store *(*store_provider)(void *ud, int ns, const char *hex, char *err, size_t errlen);
   void *store_ud;
+  /* Where an eutaxy.fetch goes that no service of the world answers. NULL:
+   * nowhere, and the fetch raises (check, specs). A host on the network
+   * (serve) is handed the waiting task's id and its wire request (encoded,
+   * one value; the hook owns the bytes from then on, and frees them even
+   * when it fails), and resumes the task with eu_world_resume_outbound once
+   * the answer is in. Returns EU_OK, or an error whose message the fetch
+   * raises. */
+  int (*outbound)(void *ud, int64_t task, char *payload, size_t len, char *err, size_t errlen);
+  void *outbound_ud;
   /* Keep checkpoints (eu_world_checkpoint): objects' isolates live in
    * arenas, and their stores must come from a provider in baseline mode. */
   int checkpoints;
@@ -326,6 +335,15 @@ int eu_world_wait_until(lua_State *L, int fnref);
 int eu_task_all(eu_task *t, const int *refs, int n);
 /* The function of the branch b raised: its invocation is resumed once b ends. */
 int eu_task_all_failed(eu_task *b);
+/* eutaxy.fetch out of the world (opts.outbound): t waits until the host
+ * resumes it. Takes payload. */
+int eu_task_outbound(eu_task *t, char *payload, size_t len, char *err, size_t errlen);
+int eu_world_has_outbound(eu_world *w);
+/* Resumes the task that waits for an outbound fetch with its answer
+ * (encoded values: true and a wire response, or false and a wire error);
+ * takes data. EU_EINVAL, data dropped, when no task waits for it any more
+ * (a reset ended it). */
+int eu_world_resume_outbound(eu_world *w, int64_t task, char *data, size_t len);
 /* controller:noRetry() of a scheduled invocation: it is not retried if it
  * fails. EU_EINVAL for a task that is no scheduled invocation. */
 int eu_task_no_retry(eu_task *t);
