@@ -52,6 +52,15 @@ describe("eutaxy.fetch in a world", function()
     w:close()
   end)
 
+  it("refuses a scheme other than http: and https:, naming it", function()
+    local w = world{ ["https://echo.example"] = ECHO }
+    local ok, err = pcall(w.fetch, w, "/?url=ftp://echo.example/x")
+    assert.is_false(ok)
+    assert.matches('worker%.lua:6: eutaxy%.fetch: unsupported scheme ftp: in "ftp://echo%.example/x": only http: '
+      .. "and https: URLs are fetched", tostring(err))
+    w:close()
+  end)
+
   it("runs only inside an isolate", function()
     local eutaxy = require "eutaxy"
     assert.has_error(function() eutaxy.fetch("https://echo.example/") end,

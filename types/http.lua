@@ -45,6 +45,7 @@ function Headers:toList() end
 ---@field method? string default "GET"
 ---@field headers? eutaxy.Headers|table<string, string|string[]>|{ [1]: string, [2]: string }[]
 ---@field body? string
+---@field redirect? "follow"|"manual"|"error" what eutaxy.fetch does with a redirect (3xx with a Location): follow it (the default, up to 20), answer it as it is, or raise
 
 --- An HTTP request, as the worker's fetch receives it.
 ---@class eutaxy.Request
@@ -52,6 +53,7 @@ function Headers:toList() end
 ---@field url string absolute, normalized: eutaxy.url.parse(request.url).pathname
 ---@field headers eutaxy.Headers
 ---@field body string|nil
+---@field redirect "follow"|"manual"|"error" for eutaxy.fetch; "follow" unless init said otherwise
 local Request = {}
 
 --- The body, or "" when there is none.

@@ -225,13 +225,17 @@ end
 ---@field method? string default "GET"
 ---@field headers? eutaxy.Headers|table
 ---@field body? string
+---@field redirect? "follow"|"manual"|"error" what eutaxy.fetch does with a redirect; default "follow"
 
 ---@class eutaxy.Request
 ---@field method string uppercase
 ---@field url string absolute, normalized
 ---@field headers eutaxy.Headers
 ---@field body string|nil
+---@field redirect "follow"|"manual"|"error"
 local request_methods = {}
+
+local redirect_modes = { follow = true, manual = true, error = true }
 
 ---@class eutaxy.RequestClass
 local Request = {}
@@ -255,9 +259,9 @@ function Request.new(input, init)
     fail("Request.new: init must be a table, got " .. type(init))
   end
   init = init or {}
-  local method, href, headers, body = "GET", nil, nil, nil
+  local method, href, headers, body, redirect = "GET", nil, nil, nil, "follow"
   if is_request(input) then
-    method, href, headers, body = input.method, input.url, input.headers, input.body
+    method, href, headers, body, redirect = input.method, input.url, input.headers, input.body, input.redirect
   elseif type(input) == "string" then
     local parsed, err = url.parse(input)
     if not parsed then fail("Request.new: " .. err) end
@@ -274,6 +278,12 @@ function Request.new(input, init)
   end
   if init.headers ~= nil then headers = init.headers end
   if init.body ~= nil then body = check_body("Request.new", init.body) end
+  if init.redirect ~= nil then
+    if not redirect_modes[init.redirect] then
+      fail("Request.new: redirect must be \"follow\", \"manual\" or \"error\", got " .. tostring(init.redirect))
+    end
+    redirect = init.redirect
+  end
   if body ~= nil and (method == "GET" or method == "HEAD") then
     fail("Request.new: a " .. method .. " request cannot have a body")
   end
@@ -283,6 +293,7 @@ function Request.new(input, init)
     url = href,
     headers = Headers.new(headers),
     body = body,
+    redirect = redirect,
   }, request_mt)
 end
 
@@ -437,6 +448,7 @@ end
 ---@field statusText? string
 ---@field headers { [1]: string, [2]: string }[]
 ---@field body? string
+---@field redirect? "manual"|"error" a request's, when not "follow"
 
 --- The plain-data form of a Request or Response.
 ---@param obj eutaxy.Request|eutaxy.Response
@@ -444,7 +456,8 @@ end
 local function to_wire(obj)
   if is_request(obj) then
     return { kind = "request", method = obj.method, url = obj.url,
-             headers = obj.headers:toList(), body = obj.body }
+             headers = obj.headers:toList(), body = obj.body,
+             redirect = obj.redirect ~= "follow" and obj.redirect or nil }
   elseif is_response(obj) then
     return { kind = "response", status = obj.status, statusText = obj.statusText,
              headers = obj.headers:toList(), body = obj.body }
@@ -465,7 +478,7 @@ local function from_wire(t)
     fail("http.from_wire: headers must be an array of {name, value} pairs")
   end
   if t.kind == "request" then
-    return Request.new(t.url, { method = t.method, headers = headers, body = t.body })
+    return Request.new(t.url, { method = t.method, headers = headers, body = t.body, redirect = t.redirect })
   elseif t.kind == "response" then
     return Response.new(t.body, { status = t.status, statusText = t.statusText, headers = headers })
   end

@@ -140,23 +140,34 @@ function eutaxy.uuid()
   return core.uuid()
 end
 
---- Calls a service outside: input is an absolute URL or a Request, init as
---- for Request.new; returns its Response, or raises as a failed RPC does. A
---- yield point, as an RPC is. In eutaxy check and in specs only the services
---- a scenario declares (sim.service) or a world is given answer, and every
---- call is a fault point (lost on the way, applied with its answer lost).
+--- Calls a service outside: input is an absolute http: or https: URL or a
+--- Request, init as for Request.new; returns its Response, or raises as a
+--- failed RPC does. A yield point, as an RPC is. In eutaxy check and in
+--- specs only the services a scenario declares (sim.service) or a world is
+--- given answer, and every call is a fault point (lost on the way, applied
+--- with its answer lost); under eutaxy serve it goes out to the network.
 ---@param input string|eutaxy.Request
 ---@param init? eutaxy.RequestInit
 ---@return eutaxy.Response
 function eutaxy.fetch(input, init)
   in_isolate("eutaxy.fetch()")
   local http = require "eutaxy.http"
-  if type(input) == "string" and not input:find("^%a[%w+.-]*://") then
-    error("eutaxy.fetch needs an absolute URL (https://host/path), got " .. string.format("%q", input), 2)
+  local url = require "eutaxy.url"
+  if type(input) == "string" then
+    if not input:find("^%a[%w+.-]*://") then
+      error("eutaxy.fetch needs an absolute URL (https://host/path), got " .. string.format("%q", input), 2)
+    end
+    local _, err = url.parse(input)
+    if err then error("eutaxy.fetch: " .. err, 2) end
   end
   local request = input
   if not http.is_request(request) or init ~= nil then request = http.Request.new(input, init) end
-  local origin = require("eutaxy.url").parse(request.url).origin
+  local parsed = url.parse(request.url)
+  if parsed.protocol ~= "http:" and parsed.protocol ~= "https:" then
+    error("eutaxy.fetch: unsupported scheme " .. parsed.protocol .. " in " .. string.format("%q", request.url)
+      .. ": only http: and https: URLs are fetched", 2)
+  end
+  local origin = parsed.origin
   local ok, answer = core.fetch(origin, http.to_wire(request))
   if ok == nil then error(answer, 2) end
   if not ok then
