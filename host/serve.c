@@ -41,6 +41,14 @@
  * recently active beyond --max-resident, is evicted (isolate and file
  * closed) and comes back on its next call or alarm.
  *
+ * Outbound fetches: an eutaxy.fetch of the worker or an object is a yield
+ * point, as an RPC is; the world hands its wire request here (on_outbound).
+ * The output gate holds it as it holds an answer: it leaves (outbound.c,
+ * libcurl on this loop) once the commits made before it are durable, so a
+ * request never tells the outside about writes a crash could still take
+ * back. Its result resumes the waiting invocation as a Response or an
+ * error value.
+ *
  * This file must not reach into the world's internals or parse HTTP itself.
  */
 #include <dirent.h>
@@ -64,6 +72,7 @@
 #include "clone.h"
 #include "eutaxy.h"
 #include "http.h"
+#include "outbound.h"
 #include "prng.h"
 #include "serve.h"
 #include "store.h"
@@ -141,6 +150,20 @@ typedef struct conn {
   struct conn *prev, *next;
 } conn;
 
+/* An outbound fetch of an invocation: held until what it follows is
+ * durable, then sent, then answered. */
+typedef struct outgoing {
+  server *srv;
+  int64_t task;             /* the invocation waiting for it */
+  char *payload;            /* its wire request, encoded; NULL once sent */
+  size_t len;
+  int stamped;
+  uint64_t need;            /* commits that must be durable before it leaves */
+  char what[240];           /* "GET https://..." for the log */
+  uint64_t t0;              /* uv_hrtime when it was sent */
+  struct outgoing *next;
+} outgoing;
+
 typedef struct wreq {
   uv_write_t req;
   conn *c;
@@ -180,6 +203,8 @@ struct server {
   } rounds[EU_SERVE_ROUNDS];
   int round0, nrounds;
   int syncs_in_flight;
+  eu_outbound *out;         /* outbound fetches; made at the first */
+  outgoing *outgoing;       /* held or sent, oldest first */
   int64_t last_emfile;
   char rbuf[64 * 1024];
 };
@@ -874,6 +899,237 @@ static int respond(server *s, pending *p, eu_buf *out, int keep) {
   return 500;
 }
 
+/* ---- outbound fetches ------------------------------------------------- */
+
+/* L: [1] the result (light userdata). Pushes the invocation's answer: true
+ * and a wire response, or false and a wire error. */
+static int build_answer(lua_State *L) {
+  const eu_outbound_result *r = lua_touserdata(L, 1);
+  size_t i;
+  if (r->error_name) {
+    lua_pushboolean(L, 0);
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, r->error_name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, r->message);
+    lua_setfield(L, -2, "message");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "remote");
+    lua_pushboolean(L, r->retryable);
+    lua_setfield(L, -2, "retryable");
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  lua_createtable(L, 0, 5);
+  lua_pushliteral(L, "response");
+  lua_setfield(L, -2, "kind");
+  lua_pushinteger(L, r->status);
+  lua_setfield(L, -2, "status");
+  lua_pushstring(L, r->status_text ? r->status_text : "");
+  lua_setfield(L, -2, "statusText");
+  lua_createtable(L, (int)r->nheaders, 0);
+  for (i = 0; i < r->nheaders; i++) {
+    lua_createtable(L, 2, 0);
+    lua_pushlstring(L, r->headers[i].name, r->headers[i].name_len);
+    lua_rawseti(L, -2, 1);
+    lua_pushlstring(L, r->headers[i].value, r->headers[i].value_len);
+    lua_rawseti(L, -2, 2);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "headers");
+  /* a Response of 204, 205 or 304 has no body, not even an empty one */
+  if (r->body_len > 0 && r->status != 204 && r->status != 205 && r->status != 304) {
+    lua_pushlstring(L, r->body, r->body_len);
+    lua_setfield(L, -2, "body");
+  }
+  return 2;
+}
+
+static void drop_outgoing(server *s, outgoing *g) {
+  outgoing **pp;
+  for (pp = &s->outgoing; *pp; pp = &(*pp)->next)
+    if (*pp == g) {
+      *pp = g->next;
+      break;
+    }
+  free(g->payload);
+  free(g);
+}
+
+/* Resumes g's invocation with r, and forgets g. */
+static void answer_outgoing(server *s, outgoing *g, const eu_outbound_result *r) {
+  static const eu_outbound_result nomem = { "NetworkError", "out of memory for the response", 1, 0, NULL,
+                                            NULL, 0, NULL, 0 };
+  lua_State *L = s->L;
+  eu_buf b;
+  char *data;
+  size_t len = 0;
+  int attempt;
+  eu_buf_init(&b);
+  for (attempt = 0; attempt < 2; attempt++) {
+    lua_settop(L, 0);
+    lua_pushcfunction(L, build_answer);
+    lua_pushlightuserdata(L, (void *)(attempt ? &nomem : r));
+    if (lua_pcall(L, 1, 2, 0) == LUA_OK && eu_clone_encode(L, 1, 2, &b, NULL, 0) == EU_OK) break;
+    eu_buf_reset(&b);
+  }
+  lua_settop(L, 0);
+  data = eu_buf_take(&b, &len);
+  eu_world_resume_outbound(s->w, g->task, data, len);
+  drop_outgoing(s, g);
+  request_pump(s);
+}
+
+static void fail_outgoing(server *s, outgoing *g, const char *name, const char *message, int retryable) {
+  eu_outbound_result r;
+  memset(&r, 0, sizeof r);
+  r.error_name = name;
+  r.message = message;
+  r.retryable = retryable;
+  answer_outgoing(s, g, &r);
+}
+
+static void on_fetched(void *ud, const eu_outbound_result *r) {
+  outgoing *g = ud;
+  server *s = g->srv;
+  if (!s->o.quiet) {
+    double ms = (double)(uv_hrtime() - g->t0) / 1e6;
+    if (r->error_name) fprintf(stderr, "fetch %s %s %.1fms\n", g->what, r->error_name, ms);
+    else fprintf(stderr, "fetch %s %d %.1fms\n", g->what, r->status, ms);
+  }
+  answer_outgoing(s, g, r);
+}
+
+/* "GET https://host/path": what the log shows of a request, without
+ * credentials or query, as it shows a request's path. */
+static void describe_outgoing(outgoing *g, const char *method, const char *url) {
+  const char *rest = strstr(url, "://"), *host = rest ? rest + 3 : url, *at;
+  size_t hostlen = strcspn(host, "/?#");
+  if ((at = memchr(host, '@', hostlen)) != NULL) host = at + 1;
+  snprintf(g->what, sizeof g->what, "%.16s %.*s%.*s", method, (int)(rest ? rest + 3 - url : 0), url,
+           (int)strcspn(host, "?#"), host);
+}
+
+/* L: [1] the outgoing (light userdata). Decodes its wire request and
+ * sends it, or raises saying why it cannot go. */
+static int send_outgoing(lua_State *L) {
+  outgoing *g = lua_touserdata(L, 1);
+  server *s = g->srv;
+  eu_outbound_request req;
+  eu_http_header *hs;
+  const char *redirect;
+  char err[EU_ERRLEN];
+  size_t n, i, ulen = 0;
+  int count = 0;
+  if (eu_clone_decode(L, g->payload, g->len, &count, err, sizeof err) != EU_OK || count != 1 || !lua_istable(L, 2))
+    return luaL_error(L, "the request does not decode");
+  memset(&req, 0, sizeof req);
+  lua_getfield(L, 2, "method");    /* 3 */
+  lua_getfield(L, 2, "url");       /* 4 */
+  lua_getfield(L, 2, "body");      /* 5 */
+  lua_getfield(L, 2, "redirect");  /* 6 */
+  lua_getfield(L, 2, "headers");   /* 7 */
+  req.method = lua_tostring(L, 3);
+  req.url = lua_tolstring(L, 4, &ulen);
+  if (!req.method || !req.url) return luaL_error(L, "the request has no method or URL");
+  describe_outgoing(g, req.method, req.url);
+  if (strlen(req.url) != ulen) return luaL_error(L, "%s: invalid URL: it holds a NUL byte", g->what);
+  if (lua_type(L, 5) == LUA_TSTRING) req.body = lua_tolstring(L, 5, &req.body_len);
+  redirect = lua_tostring(L, 6);
+  req.redirect = !redirect || strcmp(redirect, "follow") == 0 ? EU_REDIRECT_FOLLOW
+                 : strcmp(redirect, "manual") == 0        ? EU_REDIRECT_MANUAL
+                                                          : EU_REDIRECT_ERROR;
+  n = lua_istable(L, 7) ? lua_rawlen(L, 7) : 0;
+  hs = lua_newuserdatauv(L, (n ? n : 1) * sizeof *hs, 0);
+  for (i = 0; i < n; i++) {
+    lua_rawgeti(L, 7, (lua_Integer)i + 1);
+    if (!lua_istable(L, -1)) return luaL_error(L, "%s: a header is not a pair", g->what);
+    lua_rawgeti(L, -1, 1);
+    lua_rawgeti(L, -2, 2);
+    hs[i].name = lua_tolstring(L, -2, &hs[i].name_len);
+    hs[i].value = lua_tolstring(L, -1, &hs[i].value_len);
+    if (!hs[i].name || !hs[i].value) return luaL_error(L, "%s: a header is not a pair of strings", g->what);
+    lua_pop(L, 3);  /* the headers table keeps them */
+  }
+  req.headers = hs;
+  req.nheaders = n;
+  if (eu_outbound_send(s->out, &req, on_fetched, g, err, sizeof err) != EU_OK) return luaL_error(L, "%s", err);
+  return 0;
+}
+
+static void start_outgoing(server *s, outgoing *g) {
+  lua_State *L = s->L;
+  char err[EU_ERRLEN];
+  if (!s->out) {
+    eu_outbound_opts oo;
+    memset(&oo, 0, sizeof oo);
+    oo.timeout_ms = s->o.fetch_timeout_ms;
+    oo.max_bytes = s->o.fetch_max_bytes;
+    oo.ca_file = s->o.ca_file;
+    if (eu_outbound_new(&s->out, &s->loop, &oo, err, sizeof err) != EU_OK) {
+      fail_outgoing(s, g, "NetworkError", err, 1);
+      return;
+    }
+  }
+  lua_settop(L, 0);
+  lua_pushcfunction(L, send_outgoing);
+  lua_pushlightuserdata(L, g);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+    snprintf(err, sizeof err, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "out of memory");
+    lua_settop(L, 0);
+    fail_outgoing(s, g, "TypeError", err, 0);
+    return;
+  }
+  free(g->payload);
+  g->payload = NULL;
+  g->t0 = uv_hrtime();
+}
+
+/* The world's way out (eu_world_opts.outbound): the request waits in line
+ * for the output gate. */
+static int on_outbound(void *ud, int64_t task, char *payload, size_t len, char *err, size_t errlen) {
+  server *s = ud;
+  outgoing *g = calloc(1, sizeof *g), **pp;
+  if (!g) {
+    free(payload);
+    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  g->srv = s;
+  g->task = task;
+  g->payload = payload;
+  g->len = len;
+  for (pp = &s->outgoing; *pp; pp = &(*pp)->next)
+    ;
+  *pp = g;
+  request_pump(s);
+  return EU_OK;
+}
+
+/* Sends every held request whose commits are durable: stamped, as an
+ * answer is, once the pump has committed the turn that made it. */
+static void send_held(server *s) {
+  outgoing *g, *next;
+  for (g = s->outgoing; g; g = next) {
+    next = g->next;
+    if (!g->payload) continue;  /* sent */
+    if (!g->stamped) {
+      g->stamped = 1;
+      g->need = s->written;
+    }
+    if (s->failed)
+      fail_outgoing(s, g, "NetworkError", "not sent: the server is stopping, its state could not be made durable", 0);
+    else if (s->durable >= g->need)
+      start_outgoing(s, g);
+  }
+}
+
+/* At the end: requests in flight are abandoned with the invocations that wait for them. */
+static void stop_outbound(server *s) {
+  if (s->out) eu_outbound_close(s->out);
+  s->out = NULL;
+  while (s->outgoing) drop_outgoing(s, s->outgoing);
+}
+
 /* ---- connections ------------------------------------------------------ */
 
 static int add_orphan(server *s, int slot) {
@@ -1235,6 +1491,7 @@ static void pump(server *s) {
   catch_up(s);
   commit_batches(s);
   start_sync(s);
+  send_held(s);
   for (c = s->conns; c; c = cnext) {
     cnext = c->next;
     flush_conn(c);
@@ -1252,6 +1509,7 @@ static void pump(server *s) {
   if (s->failed) begin_stop(s);
   if (eu_world_nresident(s->w) > s->o.max_resident) evict(s, 1);
   if (s->stopping && !s->conns && !s->syncs_in_flight) {
+    stop_outbound(s);
     close_handle_if_open((uv_handle_t *)&s->timer);
     close_handle_if_open((uv_handle_t *)&s->sweep);
     close_handle_if_open((uv_handle_t *)&s->idle);
@@ -1304,6 +1562,8 @@ static int start(server *s, char *err, size_t errlen) {
   wo.cpu_limit = s->o.cpu_limit;
   wo.mem_limit = s->o.mem_limit;
   wo.max_object_bytes = s->o.max_object_bytes;
+  wo.outbound = on_outbound;
+  wo.outbound_ud = s;
   if ((rc = mkdir_p(s->state, err, errlen)) != EU_OK) return rc;
   if ((s->dirfd = open(s->state, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
     return eu_err(err, errlen, EU_EINVAL, "cannot open %s: %s", s->state, strerror(errno));
@@ -1409,6 +1669,10 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
   }
   uv_run(&s->loop, UV_RUN_DEFAULT);
   s->stopping = 1;
+  if (s->out || s->outgoing) {
+    stop_outbound(s);
+    uv_run(&s->loop, UV_RUN_DEFAULT);  /* its handles close */
+  }
   commit_batches(s);  /* what alarms wrote at the end; closing syncs it */
   if (rc == EU_OK && s->failed)
     rc = eu_err(err, errlen, EU_ESQL, "stopped: the state could not be made durable (see above)");
@@ -1451,7 +1715,8 @@ static int64_t opt_int(lua_State *L, const char *k, int64_t lo, int64_t hi) {
 /* core.serve{ entry=, projectdir=, libdir=, bindings=, vars=, host=, port=, state=, quiet=,
  * durability_process=, max_resident=, evict_after_ms=, header_timeout_ms=,
  * idle_timeout_ms=, max_connections=, cpu_limit=, memory_limit=, max_object_bytes=, test_clock=,
- * crons = { "*\/5 * * * *", ... } } (integers; nil for the defaults):
+ * fetch_timeout_ms=, fetch_max_bytes=, ca_file=, crons = { "*\/5 * * * *", ... } } (integers;
+ * nil for the defaults):
  * true once the server stopped, or nil and a message if it could not start. */
 static int l_serve(lua_State *L) {
   eu_serve_opts o;
@@ -1484,6 +1749,9 @@ static int l_serve(lua_State *L) {
   o.mem_limit = (size_t)opt_int(L, "memory_limit", 0, INT64_MAX / 2);
   o.max_object_bytes = opt_int(L, "max_object_bytes", 0, INT64_MAX / 2);
   o.test_clock = opt_int(L, "test_clock", 0, INT64_MAX / 4);
+  o.fetch_timeout_ms = opt_int(L, "fetch_timeout_ms", 0, INT64_C(1) << 40);
+  o.fetch_max_bytes = (size_t)opt_int(L, "fetch_max_bytes", 0, EU_SERVE_FETCH_MAX_BYTES);
+  o.ca_file = field_str(L, "ca_file");
   if (!o.entry || !o.libdir) return luaL_error(L, "core.serve: entry and libdir are required");
   if (o.port < 0 || o.port > 65535) return luaL_error(L, "core.serve: port must be within 0..65535");
   lua_getfield(L, 1, "bindings");  /* 2 */

@@ -4,8 +4,9 @@
  * Owns the listening socket, the connections, the wall clock the world runs
  * on, the objects' database files under the state directory, and the shutdown
  * on SIGINT/SIGTERM. The HTTP bytes are http.c's, the objects and turns are
- * world.c's: this file only carries requests from one to the other and
- * answers from the other back, in order per connection.
+ * world.c's, outbound requests outbound.c's: this file only carries requests
+ * from one to the other and answers from the other back, in order per
+ * connection.
  */
 #ifndef EUTAXY_SERVE_H
 #define EUTAXY_SERVE_H
@@ -41,12 +42,18 @@ typedef struct eu_serve_opts {
   int ncrons;
   int64_t test_clock;       /* for tests: a clock of its own that starts here (ms since 1970) and
                                moves only when POST /__eutaxy/clock?advance=MS asks; 0: the wall clock */
+  int64_t fetch_timeout_ms; /* an outbound eutaxy.fetch's whole exchange; 0: the default (30 s) */
+  size_t fetch_max_bytes;   /* of an outbound fetch's response body; 0: the default (16 MiB) */
+  const char *ca_file;      /* PEM certificates of CAs outbound fetches trust besides the system's */
 } eu_serve_opts;
 
 #define EU_SERVE_MAX_RESIDENT 1000
 #define EU_SERVE_EVICT_AFTER_MS 60000
 #define EU_SERVE_HEADER_TIMEOUT_MS 10000
 #define EU_SERVE_IDLE_TIMEOUT_MS 60000
+/* The most --fetch-max-bytes may be: a response must fit in one value
+ * crossing into an isolate (clone.h), with room for its headers. */
+#define EU_SERVE_FETCH_MAX_BYTES (INT64_C(32) << 20)
 
 /* Runs until SIGINT or SIGTERM, then finishes the requests in flight, closes
  * every database and returns 0; or returns a negative EU_E* code with a

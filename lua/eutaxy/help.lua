@@ -70,6 +70,7 @@ help.commands = {
       .. "are evicted and come back on their next call. The config's triggers.crons fire the worker's "
       .. "scheduled(controller, env, ctx) on the clock (UTC), each firing its own invocation; a failure is "
       .. "logged and retried after 2, 4, 8, 16, 32 and 64 s unless the handler called controller:noRetry(). "
+      .. "eutaxy.fetch makes real HTTP and HTTPS requests, each once the writes before it are durable. "
       .. "SIGINT or SIGTERM finish the requests in flight and close every database.",
     options = {
       { "--port N", "port to listen on (default 8787; 0 takes any free port)" },
@@ -95,6 +96,12 @@ help.commands = {
           .. "UTC) and moves only when POST /__eutaxy/clock?advance=N asks (its answer, {\"now\":...}, leaves "
           .. "once the crons, alarms and sleeps that came due on the way have run); GET /__eutaxy/clock "
           .. "says the time" },
+      { "--fetch-timeout SECONDS", "an outbound eutaxy.fetch must be answered whole within this "
+          .. "(default 30), redirects included, else it raises TimeoutError" },
+      { "--fetch-max-bytes N", "the largest response body an outbound fetch takes (default 16777216, "
+          .. "16 MiB; at most 33554432); a larger one raises NetworkError and is not kept" },
+      { "--ca-file FILE", "outbound HTTPS also trusts the CA certificates in FILE (PEM), besides the "
+          .. "system's; certificates are always verified" },
       { "--quiet", "no request log on stderr" },
       { "-h, --help", "this text" },
     },

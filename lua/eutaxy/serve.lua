@@ -101,6 +101,26 @@ local valued = {
     opts.test_clock = n
     return err
   end,
+  ["--fetch-timeout"] = function(opts, v)
+    local n, err = seconds("--fetch-timeout", v)
+    if n then opts.fetch_timeout_ms = millis(n) end
+    return err
+  end,
+  ["--fetch-max-bytes"] = function(opts, v)
+    local n, err = integer("--fetch-max-bytes", v, 1, 32 * 1024 * 1024)
+    opts.fetch_max_bytes = n
+    return err
+  end,
+  ["--ca-file"] = function(opts, v)
+    local f = io.open(v, "rb")
+    if not f then return "--ca-file: cannot read " .. v end
+    local pem = f:read(4096) or ""
+    f:close()
+    if not pem:find("-----BEGIN CERTIFICATE-----", 1, true) then
+      return "--ca-file: " .. v .. " holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+    end
+    opts.ca_file = v
+  end,
 }
 
 --- Parses argv; returns the options, or nil and a message.
@@ -165,6 +185,7 @@ function serve.main(argv)
     max_connections = opts.max_connections, cpu_limit = opts.cpu_limit,
     memory_limit = opts.memory_limit, max_object_bytes = opts.max_object_bytes,
     crons = cfg.crons, test_clock = opts.test_clock,
+    fetch_timeout_ms = opts.fetch_timeout_ms, fetch_max_bytes = opts.fetch_max_bytes, ca_file = opts.ca_file,
   }
   if not started then
     -- a cron names the config that lists it
