@@ -37,11 +37,18 @@ function eutaxy.uuid() end
 ---@return any ...
 function eutaxy.all(fns) end
 
---- Calls a service outside the worker: an absolute URL or a Request, and
---- init as for Request.new. A yield point, as an RPC call is; raises as a
---- failed RPC does. In `eutaxy check` and in specs only the services a
---- scenario declares (sim.service) or a world is given answer; `eutaxy
---- serve` makes no outbound calls yet.
+--- Calls a service outside the worker: an absolute http: or https: URL or
+--- a Request, and init as for Request.new (init.redirect: "follow", the
+--- default, up to 20 redirects; "manual" answers a redirect as it is;
+--- "error" raises). A yield point, as an RPC call is: the turn's writes
+--- commit there; raises as a failed RPC does. In `eutaxy check` and in
+--- specs only the services a scenario declares (sim.service) or a world is
+--- given answer. Under `eutaxy serve` it is a real HTTP(S) request, sent
+--- once the writes before it are durable; certificates are verified. It
+--- raises TimeoutError past --fetch-timeout (30 s) and NetworkError for a
+--- connection that fails, an untrusted certificate or a body past
+--- --fetch-max-bytes (16 MiB), with `retryable` true where trying again
+--- may work.
 ---@param input string|eutaxy.Request
 ---@param init? eutaxy.RequestInit
 ---@return eutaxy.Response
