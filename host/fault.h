@@ -28,6 +28,7 @@ enum {
   EU_FAULT_CRON_FAIL,     /* a cron invocation fails before its handler runs: retried on the ladder */
   EU_FAULT_CRON_LOST,     /* a cron invocation ran; its outcome is lost: it runs again */
   EU_FAULT_OVERLOADED,    /* an object too busy refuses a call: nothing ran, not to be retried */
+  EU_FAULT_FETCH_TIMEOUT, /* a service outside applied a fetch; its answer never comes, the caller times out */
   EU_FAULT_NKINDS
 };
 

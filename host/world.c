@@ -127,7 +127,7 @@ struct eu_task {
   int alarm_retry;
   int root;             /* the drive event or alarm firing it serves */
   int effect;           /* which outgoing call of its root created it, or -1 */
-  int lose_answer;      /* fault: the answer never reaches the caller */
+  int lose_answer;      /* fault: the answer never reaches the caller (2: nor does an error, the caller times out) */
   int crash_caller;     /* fault: the caller crashes right after the answer */
   int alarm_lost;       /* fault: the alarm's completion is lost */
   int cron;             /* a scheduled invocation: which cron (index in the world's) */
@@ -468,7 +468,8 @@ int eu_world_choose(eu_world *w, int kind, int n, const char *label) {
 const char *eu_fault_name(int kind) {
   static const char *const names[EU_FAULT_NKINDS] = {
     "none", "rpc-fail", "ambiguous", "caller-crash", "alarm-fail", "alarm-lost", "reset", "resend",
-    "delivery-fail", "delivery-timeout", "cron-fail", "cron-lost", "overloaded"
+    "delivery-fail", "delivery-timeout", "cron-fail", "cron-lost", "overloaded",
+    "fetch-timeout"
   };
   return kind >= 0 && kind < EU_FAULT_NKINDS ? names[kind] : NULL;
 }
@@ -1211,6 +1212,9 @@ static int error_payload(eu_world *w, const char *name, const char *message, int
                          int retryable, char **data, size_t *len);
 
 #define EU_LOST_MESSAGE "Network connection lost."
+/* How long a caller waits for a service outside that never answers
+ * (fetch-timeout): serve's --fetch-timeout default. */
+#define EU_FETCH_TIMEOUT_MS 30000
 #define EU_OVERLOADED_MESSAGE "Durable Object is overloaded. Too many requests queued."
 
 /* Sends a finished task's answer to whoever waits for it. Takes data. */
@@ -1236,6 +1240,12 @@ static void record_answer(eu_world *w, eu_task *t, const char *data, size_t len,
 
 static void answer(eu_world *w, eu_task *t, char *data, size_t len) {
   record_answer(w, t, data, len, t->lose_answer);
+  if (t->lose_answer == 2) {  /* its caller has timed out, or will */
+    free(data);
+    t->lose_answer = 0;
+    trace(w, "%s  its answer never comes back", t->label);
+    return;
+  }
   if (t->lose_answer) {
     /* The work is done and committed; the caller sees what it would see if
      * the call had never arrived. */
@@ -2484,7 +2494,7 @@ int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t n
     /* A service outside is no Durable Object: it is never overloaded so. */
     unsigned kinds = EU_FAULT_BIT(EU_FAULT_RPC_FAIL) | EU_FAULT_BIT(EU_FAULT_AMBIGUOUS) |
                      EU_FAULT_BIT(EU_FAULT_CALLER_CRASH);
-    if (!eu_world_is_service(w, ns)) kinds |= EU_FAULT_BIT(EU_FAULT_OVERLOADED);
+    kinds |= EU_FAULT_BIT(eu_world_is_service(w, ns) ? EU_FAULT_FETCH_TIMEOUT : EU_FAULT_OVERLOADED);
     fault_label(w, label, sizeof label, t->root, effect, ns, method);
     fault = fault_on(w, kinds, label, t->obj->tag);
   }
@@ -2527,8 +2537,25 @@ int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t n
   callee->origin_res = t->obj->res;
   callee->root = t->root;
   callee->effect = effect;
-  callee->lose_answer = fault == EU_FAULT_AMBIGUOUS;
+  callee->lose_answer = fault == EU_FAULT_AMBIGUOUS ? 1 : fault == EU_FAULT_FETCH_TIMEOUT ? 2 : 0;
   callee->crash_caller = fault == EU_FAULT_CALLER_CRASH;
+  if (fault == EU_FAULT_FETCH_TIMEOUT) {
+    /* The service gets the request and applies it; the caller hears
+     * nothing and gives up on its own, whatever the service does. */
+    char *data;
+    size_t dlen;
+    char msg[EU_LABEL + 80];
+    int rc;
+    snprintf(msg, sizeof msg, "The request to %s timed out after %d ms.", w->bindings[ns].name, EU_FETCH_TIMEOUT_MS);
+    if ((rc = error_payload(w, "TimeoutError", msg, 0, 1, &data, &dlen)) != EU_OK) {
+      free(payload);
+      return rc;
+    }
+    if ((rc = push_event(w, EU_EV_RESUME, w->sched.now + EU_FETCH_TIMEOUT_MS, t->id, 0, data, dlen)) != EU_OK) {
+      free(payload);
+      return rc;
+    }
+  }
   /* The method name travels first in the payload for an RPC; fetch carries the request only. */
   return push_event(w, EU_EV_START, w->sched.now, callee->id, 0, payload, len);
 }

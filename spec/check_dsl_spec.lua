@@ -503,7 +503,7 @@ describe("defineScenario", function()
   it("refuses unknown and repeated fault kinds", function()
     assert.are.equal('defineScenario: faults[2] is not a fault kind: "ambigous" (did you mean "ambiguous"?)',
       raised_here(function() sim.defineScenario(scenario { faults = { "reset", "ambigous" } }) end))
-    assert.are.equal('defineScenario: faults[1] is not a fault kind: "timeout" (kinds: rpc-fail, ambiguous, caller-crash, alarm-fail, alarm-lost, reset, resend, delivery-fail, delivery-timeout, cron-fail, cron-lost, overloaded)',
+    assert.are.equal('defineScenario: faults[1] is not a fault kind: "timeout" (kinds: rpc-fail, ambiguous, caller-crash, alarm-fail, alarm-lost, reset, resend, delivery-fail, delivery-timeout, cron-fail, cron-lost, overloaded, fetch-timeout)',
       raised_here(function() sim.defineScenario(scenario { faults = { "timeout" } }) end))
     assert.are.equal('defineScenario: faults lists "reset" twice',
       raised_here(function() sim.defineScenario(scenario { faults = { "reset", "reset" } }) end))
@@ -550,7 +550,7 @@ end)
 describe("fault kinds", function()
   it("lists every kind in a fixed order", function()
     assert.are.same({ "rpc-fail", "ambiguous", "caller-crash", "alarm-fail", "alarm-lost", "reset", "resend",
-      "delivery-fail", "delivery-timeout", "cron-fail", "cron-lost", "overloaded" }, sim.FAULT_KINDS)
+      "delivery-fail", "delivery-timeout", "cron-fail", "cron-lost", "overloaded", "fetch-timeout" }, sim.FAULT_KINDS)
   end)
 
   it("describes each kind in one line", function()

@@ -101,7 +101,17 @@ describe("eutaxy check with services", function()
       if c.point == "req-1 effect #0 (service https://echo.example fetch)" then point = c end
     end
     assert.is_not_nil(point, out)
-    assert.are.same({ "rpc-fail", "ambiguous" }, point.tried)
+    assert.are.same({ "rpc-fail", "ambiguous", "fetch-timeout" }, point.tried)
+  end)
+
+  it("times a caller out after 30 s of virtual time when the service applies a fetch and never answers", function()
+    local out, err, code = process.run(bin .. " check " .. DIR .. "echo_timeout.sim.lua --json")
+    assert.are.equal(1, code, err)
+    local report = json.decode(out)
+    assert.are.equal("fetch raised TimeoutError: The request to https://echo.example timed out after 30000 ms. (uncaught)",
+      report.message)
+    assert.matches("req%-1>echo%.example  answered 201 POST https://echo%.example/x 1 hello\n[^\n]*its answer never comes back\n"
+      .. "%s+30%.000s  req%-1  raised TimeoutError", table.concat(report.trace, "\n"))
   end)
 
   it("stops with exit 2 at a fetch to an origin the scenario does not declare", function()

@@ -42,7 +42,7 @@ describe("the overloaded fault", function()
   it("strikes calls to objects only, not calls to a service outside", function()
     local doc, code = C.json(FIX .. "svc.sim.lua" .. C.NO_BUDGET)
     assert.are.equal(0, code)
-    assert.are.same({ "rpc-fail", "ambiguous", "caller-crash" },
+    assert.are.same({ "rpc-fail", "ambiguous", "caller-crash", "fetch-timeout" },
       C.find_point(doc.coverage, "req-1 effect #0 (service https://svc.example fetch)").tried)
     assert.are.same({ "rpc-fail", "ambiguous", "caller-crash", "overloaded" },
       C.find_point(doc.coverage, "req-2 effect #0 (DO:COUNTER hit)").tried)

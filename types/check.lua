@@ -15,6 +15,7 @@
 ---| "cron-fail"        # a cron's invocation fails before its scheduled() runs (and is retried)
 ---| "cron-lost"        # a cron's invocation ran, but its outcome was lost (so it runs again)
 ---| "overloaded"       # an object too busy refuses an RPC call: nothing ran, overloaded = true, retryable = false
+---| "fetch-timeout"    # a service outside applies an eutaxy.fetch and never answers: the caller times out after 30 s
 
 ---@class eutaxy.check
 ---@field FAULT_KINDS eutaxy.check.FaultKind[] every fault kind check can inject, in a fixed order

@@ -53,6 +53,8 @@ local FAULTS = {
   { "cron-lost", "a cron's invocation ran, but its outcome was lost (so it runs again)" },
   { "overloaded", "an object too busy refuses an RPC call (nothing ran): the caller gets an error with "
       .. "overloaded = true and retryable = false" },
+  { "fetch-timeout", "a service outside receives and applies an eutaxy.fetch, but its answer never comes: "
+      .. "after 30 s the caller gets a TimeoutError (retryable)" },
 }
 
 --- Every fault kind `check` can inject, in a fixed order.

@@ -881,10 +881,12 @@ local function run_check(o)
   local reached = {}
   if o.end_states then scenario.end_states, scenario.end_objects = {}, named_objects(scenario) end
   -- A client with no retries never resends, a worker with no crons has no
-  -- cron invocation: resend, cron-fail and cron-lost are no kinds in play there.
+  -- cron invocation, a scenario with no services has no fetch to time out:
+  -- resend, cron-fail and cron-lost, fetch-timeout are no kinds in play there.
   local kinds = {}
   for _, k in ipairs(scenario.faults or sim.FAULT_KINDS) do
-    if (k ~= "resend" or scenario.drive.retries > 0) and (#p.crons > 0 or not k:find("^cron%-")) then
+    if (k ~= "resend" or scenario.drive.retries > 0) and (#p.crons > 0 or not k:find("^cron%-"))
+       and (k ~= "fetch-timeout" or #scenario.services > 0) then
       kinds[#kinds + 1] = k
     end
   end

@@ -1,5 +1,6 @@
 --- One order is paid. Every call to the payment provider may be lost before
--- it arrives (rpc-fail) or be applied with its answer lost (ambiguous); the
+-- it arrives (rpc-fail), be applied with its answer lost (ambiguous), or be
+-- applied and never answered, so the order times out (fetch-timeout); the
 -- order retries a failed charge once, and is charged twice.
 --   eutaxy check scenarios/outbound-payment/payment.sim.lua
 local sim = require "eutaxy.check"
@@ -21,6 +22,6 @@ return sim.defineScenario {
   invariants = {
     sim.unique("one-charge-per-order", charges, "order_id"),
   },
-  faults = { "rpc-fail", "ambiguous" },
+  faults = { "rpc-fail", "ambiguous", "fetch-timeout" },
   bounds = { maxFaultsPerRun = 2, maxConcurrentInvocations = 1, budgetMs = 10000 },
 }
