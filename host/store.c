@@ -600,14 +600,19 @@ static int is_step(eu_store *s, sqlite3_stmt *st) {
   return rc;
 }
 
-static int is_run(eu_store *s, int which) {
+/* Runs a host statement; *v, when asked for, is the first column of its
+ * first row (0 for none): what a host pragma answers. */
+static int is_integer(eu_store *s, int which, int64_t *v) {
   sqlite3_stmt *st = NULL;
   int rc = is_prepare(s, which, &st);
   if (rc < 0) return rc;
   rc = is_step(s, st);
+  if (v) *v = rc == 1 ? sqlite3_column_int64(st, 0) : 0;
   sqlite3_reset(st);
   return rc < 0 ? rc : EU_OK;
 }
+
+static int is_run(eu_store *s, int which) { return is_integer(s, which, NULL); }
 
 /* Ends every statement left mid-way, so that COMMIT, ROLLBACK or a restore
  * is not refused over a read in progress. */
@@ -1429,17 +1434,6 @@ static int put_ident(eu_buf *b, const char *name) {
   for (; rc == EU_OK && *name; name++)
     rc = *name == '"' ? eu_buf_puts(b, "\"\"") : eu_buf_putc(b, *name);
   return rc == EU_OK ? eu_buf_putc(b, '"') : rc;
-}
-
-/* One integer a host pragma answers. */
-static int is_integer(eu_store *s, int which, int64_t *v) {
-  sqlite3_stmt *st = NULL;
-  int rc = is_prepare(s, which, &st);
-  if (rc < 0) return rc;
-  rc = is_step(s, st);
-  *v = rc == 1 ? sqlite3_column_int64(st, 0) : 0;
-  sqlite3_reset(st);
-  return rc < 0 ? rc : EU_OK;
 }
 
 /* The drops deleteAll makes are the object's work, so they are held to
