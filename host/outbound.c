@@ -12,8 +12,14 @@
  * http: and https:. The headers curl would add on its own (Accept,
  * Expect, a form Content-Type) are taken off, so a request goes out with
  * the headers it was given and those HTTP needs (Host, Content-Length).
+ *
+ * libcurl is loaded when the first outbound handle is made (load_curl), not
+ * linked: with what it pulls in (TLS, Kerberos, LDAP, ...) it is some thirty
+ * libraries, whose loading and relocation would cost every other command
+ * (check, test, the CLI) more than its whole run of a small scenario.
  */
 #include <ctype.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,13 +76,69 @@ struct xfer {
   xfer *prev, *next;
 };
 
+/* ---- libcurl, loaded on first use -------------------------------------- */
+
+static struct {
+  int loaded;
+  CURLcode (*global_init)(long);
+  void (*global_cleanup)(void);
+  CURL *(*easy_init)(void);
+  void (*easy_cleanup)(CURL *);
+  CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+  CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+  const char *(*easy_strerror)(CURLcode);
+  struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+  void (*slist_free_all)(struct curl_slist *);
+  CURLM *(*multi_init)(void);
+  CURLMcode (*multi_cleanup)(CURLM *);
+  CURLMcode (*multi_setopt)(CURLM *, CURLMoption, ...);
+  CURLMcode (*multi_assign)(CURLM *, curl_socket_t, void *);
+  CURLMcode (*multi_add_handle)(CURLM *, CURL *);
+  CURLMcode (*multi_remove_handle)(CURLM *, CURL *);
+  CURLMcode (*multi_socket_action)(CURLM *, curl_socket_t, int, int *);
+  CURLMsg *(*multi_info_read)(CURLM *, int *);
+  const char *(*multi_strerror)(CURLMcode);
+} cu;
+
+/* Every entry is looked up before any is kept, so a libcurl without one of
+ * them leaves cu unloaded. The library stays loaded for the process. */
+static int load_curl(char *err, size_t errlen) {
+  static const char *const names[] = {
+    "curl_global_init", "curl_global_cleanup", "curl_easy_init", "curl_easy_cleanup",
+    "curl_easy_setopt", "curl_easy_getinfo", "curl_easy_strerror", "curl_slist_append",
+    "curl_slist_free_all", "curl_multi_init", "curl_multi_cleanup", "curl_multi_setopt",
+    "curl_multi_assign", "curl_multi_add_handle", "curl_multi_remove_handle",
+    "curl_multi_socket_action", "curl_multi_info_read", "curl_multi_strerror"
+  };
+  void *fn[sizeof names / sizeof names[0]];
+  void *lib;
+  size_t i;
+  if (cu.loaded) return EU_OK;
+  if (!(lib = dlopen(EU_LIBCURL, RTLD_NOW | RTLD_LOCAL)))
+    return eu_err(err, errlen, EU_EINVAL, "outbound fetch needs libcurl: %s", dlerror());
+  for (i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!(fn[i] = dlsym(lib, names[i])))
+      return eu_err(err, errlen, EU_EINVAL, "outbound fetch: %s has no %s", EU_LIBCURL, names[i]);
+  i = 0;
+  /* Function pointers from dlsym: POSIX guarantees the conversion. */
+#define TAKE(f) memcpy(&cu.f, &fn[i++], sizeof cu.f)
+  TAKE(global_init); TAKE(global_cleanup); TAKE(easy_init); TAKE(easy_cleanup);
+  TAKE(easy_setopt); TAKE(easy_getinfo); TAKE(easy_strerror); TAKE(slist_append);
+  TAKE(slist_free_all); TAKE(multi_init); TAKE(multi_cleanup); TAKE(multi_setopt);
+  TAKE(multi_assign); TAKE(multi_add_handle); TAKE(multi_remove_handle);
+  TAKE(multi_socket_action); TAKE(multi_info_read); TAKE(multi_strerror);
+#undef TAKE
+  cu.loaded = 1;
+  return EU_OK;
+}
+
 /* ---- handles ---------------------------------------------------------- */
 
 static void maybe_free(eu_outbound *ob) {
   if (!ob->closing || ob->handles > 0) return;
   free(ob->ca_file);
   free(ob);
-  curl_global_cleanup();
+  cu.global_cleanup();
 }
 
 static void on_timer_closed(uv_handle_t *h) {
@@ -101,8 +163,8 @@ static void close_sock(eu_outbound *ob, sock *k) {
 }
 
 static void free_xfer(xfer *x) {
-  if (x->easy) curl_easy_cleanup(x->easy);
-  curl_slist_free_all(x->slist);
+  if (x->easy) cu.easy_cleanup(x->easy);
+  cu.slist_free_all(x->slist);
   free(x->url);
   free(x->method);
   free(x->body);
@@ -137,7 +199,7 @@ static const char *header_of(xfer *x, const char *name) {
 /* The failure of a transfer curl ended with rc: its name, whether to retry,
  * and what failed, into msg. */
 static const char *failure(xfer *x, CURLcode rc, int *retryable, char *msg, size_t n) {
-  const char *detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc);
+  const char *detail = x->errbuf[0] ? x->errbuf : cu.easy_strerror(rc);
   eu_outbound_opts *o = &x->ob->o;
   *retryable = 0;
   if (rc == CURLE_OPERATION_TIMEDOUT) {
@@ -197,8 +259,8 @@ static void finish_xfer(eu_outbound *ob, xfer *x, CURLcode rc) {
   const char *location;
   memset(&r, 0, sizeof r);
   unlink_xfer(ob, x);
-  curl_multi_remove_handle(ob->multi, x->easy);
-  curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+  cu.multi_remove_handle(ob->multi, x->easy);
+  cu.easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
   what[0] = '\0';
   if (rc != CURLE_OK) {
     r.error_name = failure(x, rc, &r.retryable, what, sizeof what);
@@ -243,10 +305,10 @@ static void finish_xfer(eu_outbound *ob, xfer *x, CURLcode rc) {
 static void collect(eu_outbound *ob) {
   CURLMsg *m;
   int left;
-  while (!ob->closing && (m = curl_multi_info_read(ob->multi, &left)) != NULL) {
+  while (!ob->closing && (m = cu.multi_info_read(ob->multi, &left)) != NULL) {
     char *x = NULL;
     if (m->msg != CURLMSG_DONE) continue;
-    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &x);
+    cu.easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &x);
     if (x) finish_xfer(ob, (xfer *)x, m->data.result);
   }
 }
@@ -260,14 +322,14 @@ static void on_poll(uv_poll_t *h, int status, int events) {
   if (status < 0) flags |= CURL_CSELECT_ERR;
   if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
   if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
-  curl_multi_socket_action(ob->multi, k->fd, flags, &running);
+  cu.multi_socket_action(ob->multi, k->fd, flags, &running);
   collect(ob);
 }
 
 static void on_timeout(uv_timer_t *t) {
   eu_outbound *ob = t->data;
   int running;
-  curl_multi_socket_action(ob->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+  cu.multi_socket_action(ob->multi, CURL_SOCKET_TIMEOUT, 0, &running);
   collect(ob);
 }
 
@@ -290,7 +352,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
   (void)easy;
   if (what == CURL_POLL_REMOVE) {
     if (k) {
-      if (!ob->closing) curl_multi_assign(ob->multi, fd, NULL);
+      if (!ob->closing) cu.multi_assign(ob->multi, fd, NULL);
       close_sock(ob, k);
     }
     return 0;
@@ -309,7 +371,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
     if (ob->socks) ob->socks->prev = k;
     ob->socks = k;
     ob->handles++;
-    curl_multi_assign(ob->multi, fd, k);
+    cu.multi_assign(ob->multi, fd, k);
   }
   if (what & CURL_POLL_IN) events |= UV_READABLE;
   if (what & CURL_POLL_OUT) events |= UV_WRITABLE;
@@ -423,7 +485,7 @@ static void shown_url(char *out, size_t n, const char *url) {
 }
 
 static int add_header(struct curl_slist **l, const char *line) {
-  struct curl_slist *t = curl_slist_append(*l, line);
+  struct curl_slist *t = cu.slist_append(*l, line);
   if (!t) return EU_ENOMEM;
   *l = t;
   return EU_OK;
@@ -462,7 +524,7 @@ static int build_headers(xfer *x, const eu_outbound_request *req) {
   return EU_OK;
 }
 
-#define SET(opt, v) (rc = rc != CURLE_OK ? rc : curl_easy_setopt(e, opt, v))
+#define SET(opt, v) (rc = rc != CURLE_OK ? rc : cu.easy_setopt(e, opt, v))
 
 static CURLcode configure(eu_outbound *ob, xfer *x) {
   CURL *e = x->easy;
@@ -521,18 +583,18 @@ int eu_outbound_send(eu_outbound *ob, const eu_outbound_request *req, eu_outboun
   shown_url(x->shown, sizeof x->shown, req->url);
   if (!(x->url = dup_n(req->url, strlen(req->url))) || !(x->method = dup_n(req->method, strlen(req->method))) ||
       (req->body && !(x->body = dup_n(req->body, req->body_len))) || build_headers(x, req) != EU_OK ||
-      !(x->easy = curl_easy_init())) {
+      !(x->easy = cu.easy_init())) {
     free_xfer(x);
     return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   }
   x->body_len = req->body ? req->body_len : 0;
   if ((rc = configure(ob, x)) != CURLE_OK) {
-    eu_err(err, errlen, EU_EINVAL, "%s %s: %s", x->method, x->shown, curl_easy_strerror(rc));
+    eu_err(err, errlen, EU_EINVAL, "%s %s: %s", x->method, x->shown, cu.easy_strerror(rc));
     free_xfer(x);
     return EU_EINVAL;
   }
-  if ((mrc = curl_multi_add_handle(ob->multi, x->easy)) != CURLM_OK) {
-    eu_err(err, errlen, EU_ENOMEM, "%s %s: %s", x->method, x->shown, curl_multi_strerror(mrc));
+  if ((mrc = cu.multi_add_handle(ob->multi, x->easy)) != CURLM_OK) {
+    eu_err(err, errlen, EU_ENOMEM, "%s %s: %s", x->method, x->shown, cu.multi_strerror(mrc));
     free_xfer(x);
     return EU_ENOMEM;
   }
@@ -550,10 +612,11 @@ int eu_outbound_pending(eu_outbound *ob) { return ob ? ob->npending : 0; }
 int eu_outbound_new(eu_outbound **out, uv_loop_t *loop, const eu_outbound_opts *o, char *err, size_t errlen) {
   eu_outbound *ob;
   *out = NULL;
-  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+  if (load_curl(err, errlen) != EU_OK) return EU_EINVAL;
+  if (cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
     return eu_err(err, errlen, EU_EINVAL, "libcurl would not start");
   if (!(ob = calloc(1, sizeof *ob))) {
-    curl_global_cleanup();
+    cu.global_cleanup();
     return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   }
   ob->loop = loop;
@@ -561,16 +624,16 @@ int eu_outbound_new(eu_outbound **out, uv_loop_t *loop, const eu_outbound_opts *
   if (ob->o.timeout_ms <= 0) ob->o.timeout_ms = EU_OUTBOUND_TIMEOUT_MS;
   if (ob->o.max_bytes == 0) ob->o.max_bytes = EU_OUTBOUND_MAX_BYTES;
   ob->o.ca_file = NULL;
-  if ((o->ca_file && !(ob->ca_file = dup_n(o->ca_file, strlen(o->ca_file)))) || !(ob->multi = curl_multi_init())) {
+  if ((o->ca_file && !(ob->ca_file = dup_n(o->ca_file, strlen(o->ca_file)))) || !(ob->multi = cu.multi_init())) {
     free(ob->ca_file);
     free(ob);
-    curl_global_cleanup();
+    cu.global_cleanup();
     return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   }
-  curl_multi_setopt(ob->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-  curl_multi_setopt(ob->multi, CURLMOPT_SOCKETDATA, (void *)ob);
-  curl_multi_setopt(ob->multi, CURLMOPT_TIMERFUNCTION, on_timer_set);
-  curl_multi_setopt(ob->multi, CURLMOPT_TIMERDATA, (void *)ob);
+  cu.multi_setopt(ob->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+  cu.multi_setopt(ob->multi, CURLMOPT_SOCKETDATA, (void *)ob);
+  cu.multi_setopt(ob->multi, CURLMOPT_TIMERFUNCTION, on_timer_set);
+  cu.multi_setopt(ob->multi, CURLMOPT_TIMERDATA, (void *)ob);
   uv_timer_init(loop, &ob->timer);
   ob->timer.data = ob;
   ob->handles = 1;
@@ -583,11 +646,11 @@ void eu_outbound_close(eu_outbound *ob) {
   if (!ob || ob->closing) return;
   while ((x = ob->xfers) != NULL) {
     unlink_xfer(ob, x);
-    curl_multi_remove_handle(ob->multi, x->easy);
+    cu.multi_remove_handle(ob->multi, x->easy);
     free_xfer(x);
   }
   ob->closing = 1;
-  curl_multi_cleanup(ob->multi);
+  cu.multi_cleanup(ob->multi);
   ob->multi = NULL;
   while (ob->socks) close_sock(ob, ob->socks);
   uv_close((uv_handle_t *)&ob->timer, on_timer_closed);
