@@ -29,6 +29,21 @@ static int classify(eu_world *w, const char *data, size_t len) {
   return kind;
 }
 
+/* A WebSocket client's answer: the socket of a 101 response, or 0. */
+static int64_t upgraded(eu_world *w, const char *data, size_t len) {
+  lua_State *S = eu_world_scratch(w);
+  int n = 0;
+  int64_t sock = 0;
+  lua_settop(S, 0);
+  if (eu_clone_decode(S, data, len, &n, NULL, 0) == EU_OK && n >= 2 && lua_toboolean(S, 1) && lua_istable(S, 2)) {
+    lua_getfield(S, 2, "status");
+    lua_getfield(S, 2, "webSocket");
+    if (lua_tointeger(S, -2) == 101 && lua_isinteger(S, -1)) sock = (int64_t)lua_tointeger(S, -1);
+  }
+  lua_settop(S, 0);
+  return sock;
+}
+
 /* Submits one delivery, at once when now (its arrival was the last step);
  * 0 when an injected fault lost the call before it arrived (the client sees
  * the connection drop). */
@@ -246,6 +261,10 @@ int eu_drive_go(eu_world *w, const eu_drive *d, eu_drive_state *st, int *settled
       answers[i].data = data;
       answers[i].len = len;
       st->inflight--;
+      if (d->events[i].websocket && (answers[i].sock = upgraded(w, data, len)) != 0 &&
+          (rc = eu_world_ws_connect(w, answers[i].sock, d->events[i].label, d->events[i].script,
+                                    d->events[i].script_len, err, errlen)) != EU_OK)
+        return rc;
     }
     if (!stepped) {
       if (st->inflight == 0 && st->left == 0) break;

@@ -32,12 +32,19 @@ typedef struct eu_drive_event {
   const char *payload;  /* encoded: a wire request, or the method's arguments */
   size_t len;
   int64_t at;           /* virtual ms after the start at which it arrives */
+  /* A WebSocket client: the request is an upgrade, and once its answer is
+   * 101 with a socket, the client connects and sends script (records,
+   * eu_ws_record_put; script_len 0 for none). */
+  int websocket;
+  const char *script;
+  size_t script_len;
 } eu_drive_event;
 
 typedef struct eu_drive_answer {
   int deliveries;       /* how many times it was delivered */
   char *data;           /* the last delivery's answer (encoded ok, value...), or NULL */
   size_t len;
+  int64_t sock;         /* a WebSocket client's socket once connected, else 0 */
 } eu_drive_answer;
 
 typedef struct eu_drive {

@@ -29,6 +29,9 @@ enum {
   EU_FAULT_CRON_LOST,     /* a cron invocation ran; its outcome is lost: it runs again */
   EU_FAULT_OVERLOADED,    /* an object too busy refuses a call: nothing ran, not to be retried */
   EU_FAULT_FETCH_TIMEOUT, /* a service outside applied a fetch; its answer never comes, the caller times out */
+  EU_FAULT_HIBERNATE,     /* an idle object with WebSockets hibernates: in-memory state lost, sockets kept */
+  EU_FAULT_WS_DROP,       /* a WebSocket client goes without a close frame (the object sees 1006) */
+  EU_FAULT_WS_CLOSE,      /* a WebSocket client closes (1001, going away) instead of sending its next message */
   EU_FAULT_NKINDS
 };
 

@@ -108,6 +108,7 @@ typedef struct xctx {
   const char **crons;       /* the worker's cron triggers, strings of the options table */
   eu_drive drive;
   eu_drive_event *events;
+  int websockets;       /* some event is a WebSocket client: answers change with turns */
   snapshot *snaps;
   int nsnaps;
   pooled *pool;
@@ -212,7 +213,10 @@ static void free_ctx(xctx *x) {
   }
   free(x->snaps);
   if (x->events)
-    for (i = 0; i < x->drive.n; i++) free((char *)x->events[i].payload);
+    for (i = 0; i < x->drive.n; i++) {
+      free((char *)x->events[i].payload);
+      free((char *)x->events[i].script);
+    }
   free(x->events);
   free(x->bindings);
   free(x->vars);
@@ -310,6 +314,38 @@ static void read_world(lua_State *L, xctx *x) {
   lua_pop(L, 1);
 }
 
+/* A WebSocket client's script at idx: { op = "text"|"binary"|"close"|"drop",
+ * data, code, at }, ... into records. */
+static void read_script(lua_State *L, xctx *x, eu_drive_event *e, int idx) {
+  static const char *const ops[] = { "text", "binary", "close", "drop", NULL };
+  static const int codes[] = { EU_WS_TEXT, EU_WS_BINARY, EU_WS_CLOSE, EU_WS_DROP };
+  int i, n = (int)luaL_len(L, idx);
+  eu_buf b;
+  eu_buf_init(&b);
+  e->websocket = 1;
+  x->websockets = 1;
+  for (i = 1; i <= n; i++) {
+    const char *data;
+    size_t len = 0;
+    int op, code, item;
+    lua_geti(L, idx, i);
+    item = lua_gettop(L);
+    lua_getfield(L, item, "op");
+    op = codes[luaL_checkoption(L, -1, NULL, ops)];
+    lua_getfield(L, item, "data");
+    data = lua_tolstring(L, -1, &len);
+    lua_getfield(L, item, "code");
+    code = (int)luaL_optinteger(L, -1, op == EU_WS_DROP ? 1006 : op == EU_WS_CLOSE ? 1000 : 0);
+    lua_getfield(L, item, "at");
+    if (eu_ws_record_put(&b, op, code, (int64_t)luaL_optinteger(L, -1, 0), data ? data : "", data ? len : 0) != EU_OK) {
+      eu_buf_free(&b);
+      luaL_error(L, "out of memory");
+    }
+    lua_settop(L, item - 1);
+  }
+  e->script = eu_buf_take(&b, &e->script_len);
+}
+
 static void read_events(lua_State *L, xctx *x) {
   int n, i;
   char err[EU_ERRLEN];
@@ -361,6 +397,9 @@ static void read_events(lua_State *L, xctx *x) {
       luaL_error(L, "%s: %s", e->label, err);
     }
     e->payload = eu_buf_take(&b, &e->len);
+    lua_settop(L, t);
+    lua_getfield(L, t, "script");
+    if (lua_istable(L, -1)) read_script(L, x, e, lua_gettop(L));
     lua_settop(L, t - 1);
   }
   lua_pop(L, 1);
@@ -736,7 +775,8 @@ static void push_timeline(lua_State *L, const eu_buf *b) {
 
 /* Pushes the answers as the check function sees them. Mid-run (so_far) an
  * event without an answer is still in flight, not lost: it is left out. */
-static void push_answers(lua_State *L, xctx *x, const eu_drive_answer *answers, uint64_t events, int so_far) {
+static void push_answers(lua_State *L, xctx *x, eu_world *w, const eu_drive_answer *answers, uint64_t events,
+                         int so_far) {
   int i, n = 0;
   lua_createtable(L, x->drive.n, 0);
   for (i = 0; i < x->drive.n; i++) {
@@ -764,6 +804,10 @@ static void push_answers(lua_State *L, xctx *x, const eu_drive_answer *answers, 
     } else {
       lua_pushboolean(L, 1);
       lua_setfield(L, -2, "lost");
+    }
+    if (answers[i].sock) {
+      eu_push_ws_seen(L, w, answers[i].sock);
+      lua_setfield(L, -2, "websocket");
     }
     lua_rawseti(L, -2, ++n);
   }
@@ -825,8 +869,8 @@ static int push_turn(lua_State *L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, x->run_ref);
   }
   for (i = 0; i < x->drive.n; i++) answered += x->run_answers[i].data != NULL;
-  if (answered != x->run_answered) {
-    push_answers(L, x, x->run_answers, x->run_events, 1);
+  if (answered != x->run_answered || x->websockets) {
+    push_answers(L, x, a->w, x->run_answers, x->run_events, 1);
     lua_setfield(L, -2, "answers");
     x->run_answered = answered;
   }
@@ -940,7 +984,7 @@ static int push_run(lua_State *L) {
   lua_createtable(L, 0, 6);
   eu_lworld_push(L, a->w, 1);
   lua_setfield(L, -2, "world");
-  push_answers(L, a->x, a->answers, a->events, 0);
+  push_answers(L, a->x, a->w, a->answers, a->events, 0);
   lua_setfield(L, -2, "answers");
   lua_pushboolean(L, a->x->probing);
   lua_setfield(L, -2, "probing");

@@ -358,6 +358,161 @@ static int c_id_class(lua_State *L) {
   return 0;
 }
 
+/* ---- WebSockets (ctx:acceptWebSocket and the rest: runtime.lua) ---------- */
+
+/* ws_accept(tags): the new socket's id. The tags are checked here. */
+static int c_ws_accept(lua_State *L) {
+  const char *tags[EU_WS_MAX_TAGS];
+  size_t lens[EU_WS_MAX_TAGS];
+  char why[EU_ERRLEN];
+  int64_t id;
+  int n = 0, i;
+  if (!lua_isnoneornil(L, 1)) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    n = (int)luaL_len(L, 1);
+    if (n > EU_WS_MAX_TAGS) return luaL_error(L, "acceptWebSocket: at most %d tags, got %d", EU_WS_MAX_TAGS, n);
+    for (i = 0; i < n; i++) {
+      lua_rawgeti(L, 1, i + 1);
+      if (lua_type(L, -1) != LUA_TSTRING)
+        return luaL_error(L, "acceptWebSocket: tag %d is a %s, not a string", i + 1, luaL_typename(L, -1));
+      tags[i] = lua_tolstring(L, -1, &lens[i]);
+      if (lens[i] > EU_WS_MAX_TAG)
+        return luaL_error(L, "acceptWebSocket: tag %d is %d bytes long, over %d", i + 1, (int)lens[i], EU_WS_MAX_TAG);
+      if (memchr(tags[i], '\0', lens[i])) return luaL_error(L, "acceptWebSocket: tag %d holds a NUL byte", i + 1);
+      lua_pop(L, 1);  /* the string stays in the table */
+    }
+  }
+  if (eu_world_ws_accept(L, tags, lens, n, &id, why, sizeof why) != EU_OK) return luaL_error(L, "%s", why);
+  lua_pushinteger(L, (lua_Integer)id);
+  return 1;
+}
+
+/* ws_send(id, data, binary) and ws_send(id, nil, nil, code, reason): a message, or the close. */
+static int c_ws_send(lua_State *L) {
+  int64_t id = (int64_t)luaL_checkinteger(L, 1);
+  char why[EU_ERRLEN];
+  size_t len = 0;
+  const char *data;
+  int rc;
+  if (lua_isnoneornil(L, 2)) {
+    int code = (int)luaL_checkinteger(L, 4);
+    data = luaL_optlstring(L, 5, "", &len);
+    rc = eu_world_ws_send(L, id, EU_WS_CLOSE, code, data, len, why, sizeof why);
+  } else {
+    data = luaL_checklstring(L, 2, &len);
+    rc = eu_world_ws_send(L, id, lua_toboolean(L, 3) ? EU_WS_BINARY : EU_WS_TEXT, 0, data, len, why, sizeof why);
+  }
+  if (rc != EU_OK) return luaL_error(L, "%s", why);
+  return 0;
+}
+
+/* ws_state(id): readyState (0 connecting, 1 open, 2 closing, 3 closed). */
+static int c_ws_state(lua_State *L) {
+  const char *tags, *attach;
+  size_t tl, al;
+  int64_t auto_at;
+  int state;
+  if (eu_world_ws_get(L, (int64_t)luaL_checkinteger(L, 1), &state, &tags, &tl, &attach, &al, &auto_at) != EU_OK)
+    return luaL_error(L, "the WebSocket is not one this object accepted");
+  lua_pushinteger(L, state == EU_WS_PENDING ? 0 : state == EU_WS_OPEN ? 1 : state == EU_WS_CLOSING ? 2 : 3);
+  return 1;
+}
+
+/* ws_tags(id): a new list of its tags. */
+static int c_ws_tags(lua_State *L) {
+  const char *tags, *attach, *p;
+  size_t tl, al;
+  int64_t auto_at;
+  int state, i = 0;
+  if (eu_world_ws_get(L, (int64_t)luaL_checkinteger(L, 1), &state, &tags, &tl, &attach, &al, &auto_at) != EU_OK)
+    return luaL_error(L, "getTags: the WebSocket is not one this object accepted");
+  lua_createtable(L, 2, 0);
+  for (p = tags; p < tags + tl; p += strlen(p) + 1) {
+    lua_pushstring(L, p);
+    lua_rawseti(L, -2, ++i);
+  }
+  return 1;
+}
+
+/* ws_attach(id, value): serializeAttachment, a copy of value cloned. */
+static int c_ws_attach(lua_State *L) {
+  int64_t id = (int64_t)luaL_checkinteger(L, 1);
+  char err[EU_ERRLEN], *data = NULL;
+  size_t len = 0;
+  eu_buf b;
+  luaL_checkany(L, 2);
+  if (!lua_isnil(L, 2)) {
+    eu_buf_init(&b);
+    if (eu_clone_encode(L, 2, 1, &b, err, sizeof err) != EU_OK) {
+      eu_buf_free(&b);
+      lua_pushfstring(L, "serializeAttachment: %s", err);
+      return lua_error(L);
+    }
+    if (b.n > EU_WS_MAX_ATTACHMENT) {
+      size_t n = b.n;
+      eu_buf_free(&b);
+      return luaL_error(L, "serializeAttachment: the value is %d bytes serialized, over the limit of %d",
+                        (int)n, EU_WS_MAX_ATTACHMENT);
+    }
+    data = eu_buf_take(&b, &len);
+  }
+  if (eu_world_ws_attach(L, id, data, len) != EU_OK)
+    return luaL_error(L, "serializeAttachment: the WebSocket is not one this object accepted");
+  return 0;
+}
+
+/* ws_attachment(id): deserializeAttachment, a new copy (nil for none). */
+static int c_ws_attachment(lua_State *L) {
+  const char *tags, *attach;
+  size_t tl, al;
+  int64_t auto_at;
+  int state, n = 0;
+  char err[EU_ERRLEN];
+  if (eu_world_ws_get(L, (int64_t)luaL_checkinteger(L, 1), &state, &tags, &tl, &attach, &al, &auto_at) != EU_OK)
+    return luaL_error(L, "deserializeAttachment: the WebSocket is not one this object accepted");
+  lua_settop(L, 1);
+  if (!al) return 0;
+  if (eu_clone_decode(L, attach, al, &n, err, sizeof err) != EU_OK) return luaL_error(L, "deserializeAttachment: %s", err);
+  return n;
+}
+
+/* ws_list(tag): the ids of the object's sockets not closed, with tag if given. */
+static int c_ws_list(lua_State *L) {
+  const char *tag = luaL_optstring(L, 1, NULL);
+  const int64_t *ids;
+  int n, i;
+  if (eu_world_ws_list(L, tag, &ids, &n) != EU_OK) return luaL_error(L, "getWebSockets: only a Durable Object has WebSockets");
+  lua_createtable(L, n, 0);
+  for (i = 0; i < n; i++) {
+    lua_pushinteger(L, (lua_Integer)ids[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+/* ws_auto(request, response) or ws_auto(): setWebSocketAutoResponse. */
+static int c_ws_auto(lua_State *L) {
+  size_t ql = 0, rl = 0;
+  const char *q = luaL_optlstring(L, 1, NULL, &ql), *r = q ? luaL_checklstring(L, 2, &rl) : NULL;
+  if (ql > EU_WS_MAX_AUTO || rl > EU_WS_MAX_AUTO)
+    return luaL_error(L, "setWebSocketAutoResponse: a request or response may be %d bytes long", EU_WS_MAX_AUTO);
+  if (eu_world_ws_auto(L, q, ql, r, rl) != EU_OK) return luaL_error(L, "setWebSocketAutoResponse: only a Durable Object can set one");
+  return 0;
+}
+
+/* ws_auto_at(id): when the host last answered the socket's auto-response request, or nil. */
+static int c_ws_auto_at(lua_State *L) {
+  const char *tags, *attach;
+  size_t tl, al;
+  int64_t auto_at;
+  int state;
+  if (eu_world_ws_get(L, (int64_t)luaL_checkinteger(L, 1), &state, &tags, &tl, &attach, &al, &auto_at) != EU_OK)
+    return luaL_error(L, "getWebSocketAutoResponseTimestamp: the WebSocket is not one this object accepted");
+  if (!auto_at) return 0;
+  lua_pushinteger(L, (lua_Integer)auto_at);
+  return 1;
+}
+
 static const luaL_Reg isolate_funcs[] = {
   {"abort", c_abort},
   {"all", c_all},
@@ -377,6 +532,15 @@ static const luaL_Reg isolate_funcs[] = {
   {"id_from_name", c_id_from_name},
   {"new_unique_id", c_new_unique_id},
   {"storage", c_storage},
+  {"ws_accept", c_ws_accept},
+  {"ws_attach", c_ws_attach},
+  {"ws_attachment", c_ws_attachment},
+  {"ws_auto", c_ws_auto},
+  {"ws_auto_at", c_ws_auto_at},
+  {"ws_list", c_ws_list},
+  {"ws_send", c_ws_send},
+  {"ws_state", c_ws_state},
+  {"ws_tags", c_ws_tags},
   {NULL, NULL}
 };
 
@@ -627,6 +791,15 @@ static int w_reset(lua_State *L) {
   return 0;
 }
 
+/* w:hibernate(ns, hex, name) -> whether the object was idle, and its isolate closed
+ * (its store and WebSockets kept) */
+static int w_hibernate(lua_State *L) {
+  lworld *lw = check_world(L);
+  eu_object *o = check_object(L, lw->w, 2);
+  lua_pushboolean(L, eu_world_hibernate(lw->w, o) == EU_OK);
+  return 1;
+}
+
 /* w:exec(ns, hex, name, sql, ...) -> result table, committed at once */
 static int w_exec(lua_State *L) {
   lworld *lw = check_world(L);
@@ -735,6 +908,96 @@ static int w_tostring(lua_State *L) {
   return 1;
 }
 
+/* w:ws_connect(sock, client): the client took the 101 answer; runs what is due now. */
+static int w_ws_connect(lua_State *L) {
+  lworld *lw = check_world(L);
+  int64_t sock = (int64_t)luaL_checkinteger(L, 2);
+  const char *client = luaL_checkstring(L, 3);
+  char err[EU_ERRLEN];
+  if (eu_world_ws_connect(lw->w, sock, client, NULL, 0, err, sizeof err) != EU_OK ||
+      eu_world_advance(lw->w, 0, err, sizeof err) != EU_OK)
+    return luaL_error(L, "%s", err);
+  return 0;
+}
+
+/* w:ws_client(sock, "text"|"binary", data) or (sock, "close", code, reason) or (sock, "drop"):
+ * what the client sends; runs what is due now. False when the socket is not open. */
+static int w_ws_client(lua_State *L) {
+  static const char *const ops[] = { "text", "binary", "close", "drop", NULL };
+  static const int codes[] = { EU_WS_TEXT, EU_WS_BINARY, EU_WS_CLOSE, EU_WS_DROP };
+  lworld *lw = check_world(L);
+  int64_t sock = (int64_t)luaL_checkinteger(L, 2);
+  int op = codes[luaL_checkoption(L, 3, NULL, ops)], code = 0, rc;
+  const char *data = NULL;
+  size_t len = 0;
+  char err[EU_ERRLEN];
+  if (op == EU_WS_CLOSE) {
+    code = (int)luaL_optinteger(L, 4, 1000);
+    data = luaL_optlstring(L, 5, "", &len);
+  } else if (op == EU_WS_DROP) {
+    code = 1006;
+  } else {
+    data = luaL_checklstring(L, 4, &len);
+  }
+  rc = eu_world_ws_client(lw->w, sock, op, code, data, len);
+  if (rc == EU_EINVAL) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  if (rc != EU_OK || eu_world_advance(lw->w, 0, err, sizeof err) != EU_OK)
+    return luaL_error(L, "%s", rc != EU_OK ? "out of memory" : err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* Pushes what the world knows of sock: { state, object, client, received = { {type, data | code, reason}, ... } }. */
+void eu_push_ws_seen(lua_State *L, eu_world *w, int64_t sock) {
+  static const char *const states[] = { "connecting", "open", "closing", "closed" };
+  eu_ws_seen s;
+  const char *p, *data;
+  size_t n, len;
+  int op, code, i = 0;
+  int64_t at;
+  if (eu_world_ws_seen(w, sock, &s) != EU_OK) {
+    lua_pushnil(L);
+    return;
+  }
+  lua_createtable(L, 0, 4);
+  lua_pushstring(L, states[s.state]);
+  lua_setfield(L, -2, "state");
+  lua_pushstring(L, s.object);
+  lua_setfield(L, -2, "object");
+  lua_pushstring(L, s.client);
+  lua_setfield(L, -2, "client");
+  lua_newtable(L);
+  p = s.got;
+  n = s.got_len;
+  while (eu_ws_record_get(&p, &n, &op, &code, &at, &data, &len)) {
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, op == EU_WS_TEXT ? "text" : op == EU_WS_BINARY ? "binary" : op == EU_WS_CLOSE ? "close" : "drop");
+    lua_setfield(L, -2, "type");
+    if (op == EU_WS_TEXT || op == EU_WS_BINARY) {
+      lua_pushlstring(L, data, len);
+      lua_setfield(L, -2, "data");
+    } else {
+      lua_pushinteger(L, code);
+      lua_setfield(L, -2, "code");
+      lua_pushlstring(L, data, len);
+      lua_setfield(L, -2, "reason");
+    }
+    lua_pushinteger(L, (lua_Integer)at);
+    lua_setfield(L, -2, "at");
+    lua_rawseti(L, -2, ++i);
+  }
+  lua_setfield(L, -2, "received");
+}
+
+static int w_ws_seen(lua_State *L) {
+  lworld *lw = check_world(L);
+  eu_push_ws_seen(L, lw->w, (int64_t)luaL_checkinteger(L, 2));
+  return 1;
+}
+
 static const luaL_Reg world_methods[] = {
   {"call", w_call},
   {"fetch", w_fetch},
@@ -744,12 +1007,16 @@ static const luaL_Reg world_methods[] = {
   {"run_alarm", w_run_alarm},
   {"run_cron", w_run_cron},
   {"reset", w_reset},
+  {"hibernate", w_hibernate},
   {"exec", w_exec},
   {"id_from_name", w_id_from_name},
   {"new_unique_id", w_new_unique_id},
   {"has_isolate", w_has_isolate},
   {"trace", w_trace},
   {"kv_put", w_kv_put},
+  {"ws_connect", w_ws_connect},
+  {"ws_client", w_ws_client},
+  {"ws_seen", w_ws_seen},
   {"close", w_close},
   {NULL, NULL}
 };

@@ -4,6 +4,8 @@
 #ifndef EUTAXY_LCORE_H
 #define EUTAXY_LCORE_H
 
+#include <stdint.h>
+
 #include <lua.h>
 
 typedef struct eu_world eu_world;
@@ -15,6 +17,10 @@ int eu_open_core_host(lua_State *L);
  * refuse further use (the world is about to go). */
 void eu_lworld_push(lua_State *L, eu_world *w, int borrowed);
 void eu_lworld_release(lua_State *L, int idx);
+
+/* Pushes what the world knows of WebSocket sock and its client (a table:
+ * state, object, client, received), or nil for no such socket. */
+void eu_push_ws_seen(lua_State *L, eu_world *w, int64_t sock);
 
 /* Adds core.explore to the table on the top of the stack (lcheck.c). */
 int eu_open_check(lua_State *L);

@@ -40,9 +40,10 @@
 #include "store.h"
 #include "world.h"
 
-enum { EU_EV_START = 1, EU_EV_RESUME, EU_EV_ALARM, EU_EV_CRASH, EU_EV_ARRIVE, EU_EV_CRON, EU_EV_GATE };
+enum { EU_EV_START = 1, EU_EV_RESUME, EU_EV_ALARM, EU_EV_CRASH, EU_EV_ARRIVE, EU_EV_CRON, EU_EV_GATE,
+       EU_EV_WS_IN, EU_EV_WS_DUE };
 enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM, EU_TASK_SCHEDULED, EU_TASK_WAIT_UNTIL, EU_TASK_BLOCK,
-       EU_TASK_BRANCH };
+       EU_TASK_BRANCH, EU_TASK_WS };
 
 /* How long ctx.blockConcurrencyWhile may keep an object's input gate shut:
  * past it, as on Cloudflare, the object is reset. */
@@ -113,7 +114,31 @@ struct eu_object {
   int init_block;
   int breaking;
   char break_error[192];
+  /* setWebSocketAutoResponse: strings the world keeps (w->kept), so that a
+   * rewind may put back any of them; NULL for none */
+  const char *auto_req, *auto_resp;
+  size_t auto_req_len, auto_resp_len;
 };
+
+/* A WebSocket an object accepted (world.h). Its buffers hold records
+ * (eu_ws_record_put): inbox, what the client sent that the object has not
+ * been handed yet (the first has an EU_EV_WS_IN queued); script, what a
+ * scripted client sends later; early, what the object sent before the
+ * client connected; got, what the client received, when the world keeps it. */
+typedef struct eu_sock {
+  int64_t id;
+  int obj;              /* the object's index */
+  int state;            /* EU_WS_* */
+  uint64_t ident;       /* for reduction: from the accepting task */
+  int64_t auto_at;      /* ms since 1970 of its last auto-response, 0 for none */
+  int delivered;        /* client events handed to the object: their identities */
+  int in_queued;        /* an EU_EV_WS_IN is queued for the inbox's first */
+  int due_queued;       /* an EU_EV_WS_DUE is queued for the script's first */
+  char client[32];
+  eu_buf tags;          /* each NUL-terminated */
+  eu_buf attach;        /* encoded; empty for none */
+  eu_buf inbox, script, early, got;
+} eu_sock;
 
 struct eu_task {
   int64_t id;
@@ -133,6 +158,8 @@ struct eu_task {
   int cron;             /* a scheduled invocation: which cron (index in the world's) */
   int cron_retry;       /* its retry, 0 for the firing itself */
   int64_t cron_due;     /* controller.scheduledTime: when the firing was due */
+  int64_t sock;         /* a WebSocket event's socket, its op and close code */
+  int ws_op, ws_code;
   int cron_lost;        /* fault: its outcome is lost */
   int cron_asked;       /* started by eu_world_run_cron: not retried */
   int no_retry;         /* its handler called controller:noRetry() */
@@ -242,6 +269,16 @@ struct eu_world {
   eu_arena **spare;   /* arenas of objects a rewind forgot, for the next ones */
   int nspare, capspare;
   size_t ck_bytes;    /* held by images and checkpoints' blobs */
+  /* WebSockets: socket id - 1 indexes socks; what the turn running sent, as
+   * records each after its socket's id; ids for eu_world_ws_list; strings
+   * objects' auto-responses point into, kept until the world is freed */
+  eu_sock **socks;
+  int nsocks, capsocks;
+  eu_buf ws_sent;
+  int64_t *ws_ids;
+  int capws_ids;
+  char **kept;
+  int nkept, capkept;
 };
 
 typedef struct held {
@@ -469,7 +506,7 @@ const char *eu_fault_name(int kind) {
   static const char *const names[EU_FAULT_NKINDS] = {
     "none", "rpc-fail", "ambiguous", "caller-crash", "alarm-fail", "alarm-lost", "reset", "resend",
     "delivery-fail", "delivery-timeout", "cron-fail", "cron-lost", "overloaded",
-    "fetch-timeout"
+    "fetch-timeout", "hibernate", "ws-drop", "ws-close"
   };
   return kind >= 0 && kind < EU_FAULT_NKINDS ? names[kind] : NULL;
 }
@@ -1298,10 +1335,15 @@ static void reconcile_alarm(eu_world *w, eu_object *o) {
 
 /* After a turn: commit or roll back, then follow the alarm if user code
  * moved it. t is the task whose turn it was (NULL for none). */
+static void ws_flush(eu_world *w, eu_object *o, int ok);
+
 static int end_turn(eu_world *w, eu_object *o, eu_task *t, int ok, char *err, size_t errlen) {
   int rc = EU_OK, wrote = 0;
   save_object(w, o);
-  if (!o->store || !eu_store_in_turn(o->store)) return EU_OK;
+  if (!o->store || !eu_store_in_turn(o->store)) {
+    if (w->ws_sent.n) ws_flush(w, o, ok);
+    return EU_OK;
+  }
   if (ok) {
     wrote = w->o.on_commit && eu_store_turn_wrote(o->store);
     rc = eu_store_commit(o->store);
@@ -1313,6 +1355,7 @@ static int end_turn(eu_world *w, eu_object *o, eu_task *t, int ok, char *err, si
   } else {
     eu_store_rollback(o->store);
   }
+  if (w->ws_sent.n) ws_flush(w, o, ok && rc == EU_OK);
   if (eu_store_alarm_dirty(o->store)) {
     eu_store_clear_alarm_dirty(o->store);
     if (ok && rc == EU_OK) {
@@ -1430,6 +1473,10 @@ static eu_object *gated(eu_world *w, const eu_event *ev) {
   case EU_EV_ALARM:
     if (ev->a < 0 || ev->a >= w->nobjects) return NULL;
     o = w->objects[ev->a];
+    return o->gate ? o : NULL;
+  case EU_EV_WS_IN:
+    if (ev->a < 1 || ev->a > w->nsocks) return NULL;
+    o = w->objects[w->socks[ev->a - 1]->obj];
     return o->gate ? o : NULL;
   default:
     return NULL;
@@ -1667,12 +1714,15 @@ static void fail(eu_world *w, eu_task *t, lua_State *co) {
   record(w, "note", o->tag, NULL, "raised %s: %.120s", lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error",
          lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
   if ((t->kind == EU_TASK_FETCH && t->origin_slot) || t->kind == EU_TASK_ALARM || t->kind == EU_TASK_SCHEDULED ||
-      t->kind == EU_TASK_WAIT_UNTIL)
+      t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_WS)
     note_uncaught(w, t->kind == EU_TASK_FETCH ? "fetch" : t->label,
                   lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error",
                   lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
   if (t->kind == EU_TASK_SCHEDULED && w->o.echo_log)
     fprintf(stderr, "[cron %s] scheduled() raised %s: %s\n", w->cron_exprs[t->cron],
+            lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+  if (t->kind == EU_TASK_WS && w->o.echo_log)
+    fprintf(stderr, "[%s] %s raised %s: %s\n", o->tag, t->method,
             lua_tostring(L, -2) ? lua_tostring(L, -2) : "Error", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
   if (t->kind == EU_TASK_WAIT_UNTIL && w->o.echo_log)
     fprintf(stderr, "[%s] waitUntil raised %s: %s\n", o->tag,
@@ -1835,7 +1885,7 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
   /* Returned: answer true and the results (a cron's firing has no one to
    * answer: what its handler returns is dropped, whatever it is). */
   if ((t->kind == EU_TASK_SCHEDULED || t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_BLOCK ||
-       t->kind == EU_TASK_BRANCH) && !t->origin_slot) {
+       t->kind == EU_TASK_BRANCH || t->kind == EU_TASK_WS) && !t->origin_slot) {
     lua_settop(co, 0);
     nres = 0;
   }
@@ -1878,7 +1928,7 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
         trace(w, "%s  done", t->label);
         record(w, "note", o->tag, NULL, "alarm done");
       } else if (t->kind == EU_TASK_SCHEDULED || t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_BLOCK ||
-                 t->kind == EU_TASK_BRANCH) {
+                 t->kind == EU_TASK_BRANCH || t->kind == EU_TASK_WS) {
         trace(w, "%s  done", t->label);
         record(w, "note", o->tag, NULL, "%s done", t->label);
       }
@@ -1898,6 +1948,7 @@ static const char *kind_name(int kind) {
   case EU_TASK_WAIT_UNTIL: return "run";
   case EU_TASK_BRANCH: return "run";
   case EU_TASK_BLOCK: return "block";
+  case EU_TASK_WS: return "ws";
   default: return "call";
   }
 }
@@ -1947,6 +1998,20 @@ static int push_task(lua_State *L) {
     lua_pushstring(L, t->obj->w->cron_exprs[t->cron]);
     lua_pushinteger(L, (lua_Integer)t->cron_due);
     j->n = 2;
+  } else if (t->kind == EU_TASK_WS) {
+    /* the socket, then the message and whether it is binary, or the close's
+     * code, reason and whether it was clean */
+    lua_pushinteger(L, (lua_Integer)t->sock);
+    if (t->ws_op == EU_WS_TEXT || t->ws_op == EU_WS_BINARY) {
+      lua_pushlstring(L, j->data ? j->data : "", j->len);
+      lua_pushboolean(L, t->ws_op == EU_WS_BINARY);
+      j->n = 3;
+    } else {
+      lua_pushinteger(L, t->ws_code);
+      lua_pushlstring(L, j->data ? j->data : "", j->len);
+      lua_pushboolean(L, t->ws_op == EU_WS_CLOSE);
+      j->n = 4;
+    }
   } else if (t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_BRANCH) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, t->fnref);  /* the function, now the coroutine's */
     luaL_unref(L, LUA_REGISTRYINDEX, t->fnref);
@@ -2045,7 +2110,8 @@ static int hold_for_init(eu_world *w, eu_object *o, eu_task *t, const char *data
 static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
   eu_object *o = t->obj;
   lua_State *L;
-  int n = 0, rc;
+  int n = 0, rc, fault;
+  unsigned kinds;
   char err[EU_ERRLEN];
   save_object(w, o);
   if ((t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_BRANCH) && !o->iso) {  /* its function went with the isolate */
@@ -2056,12 +2122,29 @@ static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
   /* Between invocations an object may be reset: in-memory state lost. A
    * waitUntil's function lives in the isolate: a reset before it starts is
    * one at the end of the invocation that asked for it. */
-  if (o->iso && o->ns >= 0 && (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET)) && !busy(w, o) &&
-      t->kind != EU_TASK_WAIT_UNTIL && t->kind != EU_TASK_BLOCK && t->kind != EU_TASK_BRANCH) {
+  if (o->iso && o->ns >= 0 && (w->o.faults & (EU_FAULT_BIT(EU_FAULT_RESET) | EU_FAULT_BIT(EU_FAULT_HIBERNATE))) &&
+      !busy(w, o) && t->kind != EU_TASK_WAIT_UNTIL && t->kind != EU_TASK_BLOCK && t->kind != EU_TASK_BRANCH) {
     char label[EU_LABEL];
     if (t->kind == EU_TASK_ALARM) snprintf(label, sizeof label, "%s", t->label);
     else fault_label(w, label, sizeof label, t->root, t->effect, o->ns, t->method);
-    if (fault_on(w, EU_FAULT_BIT(EU_FAULT_RESET), label, o->tag) == EU_FAULT_RESET) eu_world_reset(w, o);
+    kinds = EU_FAULT_BIT(EU_FAULT_RESET);
+    if (eu_world_ws_live(w, o)) kinds |= EU_FAULT_BIT(EU_FAULT_HIBERNATE);
+    fault = fault_on(w, kinds, label, o->tag);
+    if (fault == EU_FAULT_RESET) {
+      eu_world_reset(w, o);
+      if (t->kind == EU_TASK_WS) {
+        /* its socket went with the reset: the event has no one to reach */
+        trace(w, "%s  dropped: its object was reset", t->label);
+        free_task(w, t);
+        return;
+      }
+    } else if (fault == EU_FAULT_HIBERNATE) {
+      trace(w, "%s  hibernates: in-memory state lost, its WebSockets stay open", o->tag);
+      record(w, "note", o->tag, NULL, "hibernates: in-memory state lost, WebSockets kept");
+      eu_world_touch(w, o->res, 1);
+      close_isolate(w, o);
+      note_resident(w, o);
+    }
   }
   if (!o->iso) {
     if (o->ns >= 0 && !eu_object_store(w, o, err, sizeof err)) {
@@ -2231,6 +2314,9 @@ static void fire_cron(eu_world *w, int i, int retry, int64_t due) {
   start_task(w, t, NULL, 0);
 }
 
+static void ws_dispatch_in(eu_world *w, int64_t id);
+static void ws_dispatch_due(eu_world *w, int64_t id);
+
 static void dispatch(eu_world *w, eu_event *ev) {
   eu_task *t;
   eu_object *g = gated(w, ev);
@@ -2274,6 +2360,12 @@ static void dispatch(eu_world *w, eu_event *ev) {
     break;
   case EU_EV_CRON:
     fire_cron(w, (int)(ev->a & 0xffff), (int)(ev->a >> 16), ev->b);
+    break;
+  case EU_EV_WS_IN:
+    ws_dispatch_in(w, ev->a);
+    break;
+  case EU_EV_WS_DUE:
+    ws_dispatch_due(w, ev->a);
     break;
   case EU_EV_GATE:
     if (ev->a >= 0 && ev->a < w->nobjects) {
@@ -2850,6 +2942,534 @@ void eu_world_wake(eu_world *w, eu_object *o) {
   if (o->ns >= 0) reconcile_alarm(w, o);
 }
 
+/* ---- WebSockets --------------------------------------------------------- */
+
+#define WS_REC_HEAD (1 + 2 + 8 + 4)
+
+int eu_ws_record_put(eu_buf *b, int op, int code, int64_t at, const char *data, size_t len) {
+  unsigned char head[WS_REC_HEAD];
+  uint16_t c = (uint16_t)code;
+  uint32_t n = (uint32_t)len;
+  if (len > UINT32_MAX) return EU_EINVAL;
+  head[0] = (unsigned char)op;
+  memcpy(head + 1, &c, 2);
+  memcpy(head + 3, &at, 8);
+  memcpy(head + 11, &n, 4);
+  if (eu_buf_put(b, head, sizeof head) != EU_OK || (len && eu_buf_put(b, data, len) != EU_OK)) return EU_ENOMEM;
+  return EU_OK;
+}
+
+int eu_ws_record_get(const char **p, size_t *n, int *op, int *code, int64_t *at, const char **data, size_t *len) {
+  uint16_t c;
+  uint32_t l;
+  if (*n < WS_REC_HEAD) return 0;
+  *op = (unsigned char)(*p)[0];
+  memcpy(&c, *p + 1, 2);
+  memcpy(at, *p + 3, 8);
+  memcpy(&l, *p + 11, 4);
+  if (*n - WS_REC_HEAD < l) return 0;
+  *code = c;
+  *data = *p + WS_REC_HEAD;
+  *len = l;
+  *p += WS_REC_HEAD + l;
+  *n -= WS_REC_HEAD + l;
+  return 1;
+}
+
+/* The first record of b taken off (its bytes moved down). */
+static void ws_shift(eu_buf *b) {
+  const char *p = b->p;
+  size_t n = b->n, len;
+  int op, code;
+  int64_t at;
+  const char *data;
+  if (!eu_ws_record_get(&p, &n, &op, &code, &at, &data, &len)) {
+    b->n = 0;
+    return;
+  }
+  memmove(b->p, p, n);
+  b->n = n;
+}
+
+static eu_sock *ws_find(eu_world *w, int64_t id) {
+  return id >= 1 && id <= w->nsocks ? w->socks[id - 1] : NULL;
+}
+
+/* What the client of s touches when it receives: its own resource. */
+static uint64_t ws_client_res(const eu_sock *s) { return eu_mix64(0xc11e47u, s->ident); }
+
+static const char *ws_op_name(int op) {
+  switch (op) {
+  case EU_WS_TEXT: return "text";
+  case EU_WS_BINARY: return "binary";
+  case EU_WS_CLOSE: return "close";
+  default: return "drop";
+  }
+}
+
+/* One thing the object sent reaches the client of s (or waits for it to connect). */
+static void ws_deliver(eu_world *w, eu_sock *s, int op, int code, const char *data, size_t len) {
+  if (s->state == EU_WS_PENDING) {
+    eu_ws_record_put(&s->early, op, code, w->sched.now, data, len);
+    return;
+  }
+  eu_world_touch(w, ws_client_res(s), 1);
+  if (TRACING(w)) {
+    if (op == EU_WS_CLOSE) record(w, "answer", w->objects[s->obj]->tag, s->client, "close %d %.*s", code, (int)(len > 80 ? 80 : len), data);
+    else if (op == EU_WS_DROP) record(w, "lost", w->objects[s->obj]->tag, s->client, "connection dropped (1006)");
+    else record(w, "answer", w->objects[s->obj]->tag, s->client, "%s %.*s", ws_op_name(op), (int)(len > 80 ? 80 : len), data);
+  }
+  if (w->o.ws_out) w->o.ws_out(w->o.ws_ud, s->id, op, code, data, len);
+  else eu_ws_record_put(&s->got, op, code, w->sched.now, data, len);
+}
+
+static void ws_queue_in(eu_world *w, eu_sock *s) {
+  eu_object *o = w->objects[s->obj];
+  eu_event ev;
+  if (s->in_queued || s->inbox.n == 0) return;
+  memset(&ev, 0, sizeof ev);
+  ev.kind = EU_EV_WS_IN;
+  ev.at = w->sched.now;
+  ev.a = s->id;
+  ev.b = s->delivered;
+  ev.id = eu_mix64(s->ident, 0x1b0u + (uint64_t)s->delivered);
+  ev.res = o->res;
+  ev.creator = w->step_open ? w->step : -1;
+  if (eu_sched_push(&w->sched, &ev) == EU_OK) s->in_queued = 1;
+}
+
+/* The script's next record: into the inbox once due, or an event for when it is. */
+static void ws_queue_due(eu_world *w, eu_sock *s) {
+  const char *p = s->script.p, *data;
+  size_t n = s->script.n, len;
+  int op, code;
+  int64_t at;
+  eu_event ev;
+  while (!s->due_queued && eu_ws_record_get(&p, &n, &op, &code, &at, &data, &len)) {
+    if (at > w->sched.now) {
+      memset(&ev, 0, sizeof ev);
+      ev.kind = EU_EV_WS_DUE;
+      ev.at = at;
+      ev.a = s->id;
+      ev.id = eu_mix64(s->ident, 0xd0e0000u + (uint64_t)s->delivered);
+      ev.res = ws_client_res(s);
+      ev.creator = w->step_open ? w->step : -1;
+      if (eu_sched_push(&w->sched, &ev) == EU_OK) s->due_queued = 1;
+      return;
+    }
+    eu_ws_record_put(&s->inbox, op, code, w->sched.now, data, len);
+    ws_shift(&s->script);
+    p = s->script.p;
+    n = s->script.n;
+    if (op == EU_WS_CLOSE || op == EU_WS_DROP) s->script.n = 0;
+  }
+  ws_queue_in(w, s);
+}
+
+/* The object let go of s, or lost it: nothing more comes from its client. */
+static void ws_closed(eu_world *w, eu_sock *s) {
+  s->state = EU_WS_CLOSED;
+  s->inbox.n = 0;
+  s->script.n = 0;
+  eu_buf_reset(&s->attach);
+  (void)w;
+}
+
+int eu_world_ws_live(eu_world *w, eu_object *o) {
+  int i;
+  for (i = 0; i < w->nsocks; i++)
+    if (w->socks[i]->obj == o->index && w->socks[i]->state != EU_WS_CLOSED) return 1;
+  return 0;
+}
+
+/* The object is reset: every socket it has closes, and its client sees the connection drop. */
+static void ws_reset(eu_world *w, eu_object *o) {
+  int i;
+  for (i = 0; i < w->nsocks; i++) {
+    eu_sock *s = w->socks[i];
+    if (s->obj != o->index || s->state == EU_WS_CLOSED) continue;
+    if (s->state != EU_WS_PENDING) ws_deliver(w, s, EU_WS_DROP, 1006, NULL, 0);
+    ws_closed(w, s);
+  }
+}
+
+/* What the turn of o that ends sent: to the clients if it committed, else nowhere. */
+static void ws_flush(eu_world *w, eu_object *o, int ok) {
+  const char *p = w->ws_sent.p, *data;
+  size_t n = w->ws_sent.n, len;
+  int op, code;
+  int64_t id, at;
+  (void)o;
+  w->ws_sent.n = 0;
+  while (ok && n >= 8) {
+    eu_sock *s;
+    memcpy(&id, p, 8);
+    p += 8;
+    n -= 8;
+    if (!eu_ws_record_get(&p, &n, &op, &code, &at, &data, &len)) break;
+    if (!(s = ws_find(w, id)) || s->state == EU_WS_CLOSED) continue;
+    if (op == EU_WS_CLOSE) {
+      /* the client answers a close frame with its own (a scripted one at once) */
+      ws_deliver(w, s, op, code, data, len);
+      if (s->state != EU_WS_PENDING) {
+        s->state = EU_WS_CLOSING;
+        s->script.n = 0;
+        if (!w->o.ws_out) {
+          eu_ws_record_put(&s->inbox, EU_WS_CLOSE, code, w->sched.now, data, len);
+          ws_queue_in(w, s);
+        }
+      }
+      continue;
+    }
+    ws_deliver(w, s, op, code, data, len);
+  }
+}
+
+/* A client event of s reaches its object: EU_EV_WS_IN. */
+static void ws_dispatch_in(eu_world *w, int64_t id) {
+  eu_sock *s = ws_find(w, id);
+  eu_object *o;
+  eu_task *t;
+  const char *p, *data;
+  size_t n, len;
+  int op, code, k;
+  int64_t at;
+  char label[EU_LABEL], event[64], root[80];
+  if (!s) return;
+  s->in_queued = 0;
+  p = s->inbox.p;
+  n = s->inbox.n;
+  if (s->state == EU_WS_CLOSED || !eu_ws_record_get(&p, &n, &op, &code, &at, &data, &len)) return;
+  o = w->objects[s->obj];
+  eu_world_touch(w, ws_client_res(s), 1);
+  k = ++s->delivered;
+  snprintf(event, sizeof event, "%.40s", s->client[0] ? s->client : "ws");
+  if ((op == EU_WS_TEXT || op == EU_WS_BINARY) && !w->o.ws_out) {
+    /* a scripted client may go instead of sending */
+    unsigned kinds = EU_FAULT_BIT(EU_FAULT_WS_DROP) | EU_FAULT_BIT(EU_FAULT_WS_CLOSE);
+    int fault;
+    snprintf(label, sizeof label, "%.40s before message #%d to %.50s", event, k, o->tag);
+    fault = fault_on(w, kinds, label, s->client);
+    if (fault == EU_FAULT_WS_DROP || fault == EU_FAULT_WS_CLOSE) {
+      eu_buf_reset(&s->inbox);
+      s->script.n = 0;
+      if (fault == EU_FAULT_WS_DROP) eu_ws_record_put(&s->inbox, EU_WS_DROP, 1006, w->sched.now, NULL, 0);
+      else eu_ws_record_put(&s->inbox, EU_WS_CLOSE, 1001, w->sched.now, "going away", 10);
+      p = s->inbox.p;
+      n = s->inbox.n;
+      eu_ws_record_get(&p, &n, &op, &code, &at, &data, &len);
+    }
+  }
+  if ((op == EU_WS_TEXT) && o->auto_req && len == o->auto_req_len && memcmp(data, o->auto_req, len) == 0) {
+    /* the host answers, and the object is not woken */
+    trace(w, "%s  message #%d: auto-response", event, k);
+    s->auto_at = now_abs(w);
+    ws_deliver(w, s, EU_WS_TEXT, 0, o->auto_resp, o->auto_resp_len);
+    ws_shift(&s->inbox);
+    ws_queue_in(w, s);
+    ws_queue_due(w, s);
+    return;
+  }
+  if (op == EU_WS_TEXT || op == EU_WS_BINARY) snprintf(label, sizeof label, "%.40s message #%d", event, k);
+  else snprintf(label, sizeof label, "%.40s close", event);
+  t = new_task(w, EU_TASK_WS, o, op == EU_WS_TEXT || op == EU_WS_BINARY ? "webSocketMessage" : "webSocketClose", label);
+  if (!t) return;
+  t->ident = eu_mix64(s->ident, 0x1b0u + (uint64_t)k);
+  /* its calls' labels read "req-1 message#2 effect #0" */
+  snprintf(root, sizeof root, "%s %s", event, op == EU_WS_TEXT || op == EU_WS_BINARY ? "message" : "close");
+  t->root = new_root(w, root, k);
+  t->sock = s->id;
+  t->ws_op = op;
+  t->ws_code = op == EU_WS_DROP ? 1006 : code;
+  if (TRACING(w)) {
+    if (op == EU_WS_TEXT || op == EU_WS_BINARY) {
+      trace(w, "%s  %s %s %.*s", label, o->tag, ws_op_name(op), (int)(len > 80 ? 80 : len), data);
+      record(w, "send", event, o->tag, "%s %.*s", ws_op_name(op), (int)(len > 80 ? 80 : len), data);
+    } else {
+      trace(w, "%s  %s %s %d", label, o->tag, op == EU_WS_DROP ? "connection dropped" : "close", t->ws_code);
+      record(w, "send", event, o->tag, "%s %d", op == EU_WS_DROP ? "connection dropped" : "close", t->ws_code);
+    }
+  }
+  if (op == EU_WS_CLOSE || op == EU_WS_DROP) {
+    /* the socket is closed; its attachment goes with it, the handler still runs */
+    char *reason = dupmem(data, len);
+    s->state = EU_WS_CLOSED;
+    s->inbox.n = 0;
+    s->script.n = 0;
+    start_task(w, t, reason, len);
+    free(reason);
+    return;
+  }
+  {
+    char *msg = dupmem(data, len);
+    ws_shift(&s->inbox);
+    ws_queue_in(w, s);
+    ws_queue_due(w, s);
+    start_task(w, t, msg, len);
+    free(msg);
+  }
+}
+
+/* EU_EV_WS_DUE: the scripted client's next record is due. */
+static void ws_dispatch_due(eu_world *w, int64_t id) {
+  eu_sock *s = ws_find(w, id);
+  if (!s) return;
+  s->due_queued = 0;
+  if (s->state == EU_WS_CLOSED) return;
+  eu_world_touch(w, w->objects[s->obj]->res, 1);
+  ws_queue_due(w, s);
+}
+
+int eu_world_ws_connect(eu_world *w, int64_t id, const char *client, const char *script, size_t len,
+                        char *err, size_t errlen) {
+  eu_sock *s = ws_find(w, id);
+  const char *p, *data;
+  size_t n, dlen;
+  int op, code;
+  int64_t at;
+  if (!s || (s->state != EU_WS_PENDING && s->client[0]))
+    return eu_err(err, errlen, EU_EINVAL, "%s: the 101 answer names no WebSocket an object accepted and "
+                  "no client has connected to", client);
+  save_object(w, w->objects[s->obj]);
+  if (s->state == EU_WS_CLOSED) {
+    /* its object was reset before the client came: the connection drops */
+    snprintf(s->client, sizeof s->client, "%s", client);
+    ws_deliver(w, s, EU_WS_DROP, 1006, NULL, 0);
+    return EU_OK;
+  }
+  eu_world_touch(w, w->objects[s->obj]->res, 1);
+  eu_world_touch(w, ws_client_res(s), 1);
+  s->state = EU_WS_OPEN;
+  snprintf(s->client, sizeof s->client, "%s", client);
+  trace(w, "%s  connected to %s (WebSocket %lld)", s->client, w->objects[s->obj]->tag, (long long)s->id);
+  p = s->early.p;
+  n = s->early.n;
+  while (eu_ws_record_get(&p, &n, &op, &code, &at, &data, &dlen)) {
+    ws_deliver(w, s, op, code, data, dlen);
+    if (op == EU_WS_CLOSE) s->state = EU_WS_CLOSING;
+  }
+  eu_buf_free(&s->early);
+  if (s->state == EU_WS_CLOSING && !w->o.ws_out) {
+    eu_ws_record_put(&s->inbox, EU_WS_CLOSE, 1000, w->sched.now, NULL, 0);
+    ws_queue_in(w, s);
+    return EU_OK;
+  }
+  if (len && eu_buf_put(&s->script, script, len) != EU_OK) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  ws_queue_due(w, s);
+  return EU_OK;
+}
+
+int eu_world_ws_client(eu_world *w, int64_t id, int op, int code, const char *data, size_t len) {
+  eu_sock *s = ws_find(w, id);
+  if (!s || (s->state != EU_WS_OPEN && s->state != EU_WS_CLOSING)) return EU_EINVAL;
+  eu_world_touch(w, w->objects[s->obj]->res, 1);
+  if (eu_ws_record_put(&s->inbox, op, code, w->sched.now, data, len) != EU_OK) return EU_ENOMEM;
+  ws_queue_in(w, s);
+  return EU_OK;
+}
+
+int eu_world_ws_seen(eu_world *w, int64_t id, eu_ws_seen *out) {
+  eu_sock *s = ws_find(w, id);
+  if (!s) return EU_EINVAL;
+  out->state = s->state;
+  out->object = w->objects[s->obj]->tag;
+  out->client = s->client;
+  out->got = s->got.p ? s->got.p : "";
+  out->got_len = s->got.n;
+  return EU_OK;
+}
+
+/* The socket id of L's object, or NULL with why. */
+static eu_sock *ws_own(lua_State *L, int64_t id, char *why, size_t whylen) {
+  eu_world *w = eu_world_of(L);
+  eu_object *o = eu_world_self(L);
+  eu_sock *s = w ? ws_find(w, id) : NULL;
+  if (!o || o->ns < 0) {
+    eu_err(why, whylen, EU_EINVAL, "only a Durable Object has WebSockets");
+    return NULL;
+  }
+  if (!s || s->obj != o->index) {
+    eu_err(why, whylen, EU_EINVAL, "the WebSocket is not one this object accepted");
+    return NULL;
+  }
+  return s;
+}
+
+int eu_world_ws_accept(lua_State *L, const char *const *tags, const size_t *lens, int n, int64_t *out,
+                       char *why, size_t whylen) {
+  eu_world *w = eu_world_of(L);
+  eu_object *o = eu_world_self(L);
+  eu_task *t = eu_world_running(L);
+  eu_sock *s;
+  int i, live = 0;
+  if (!w || !o || o->ns < 0) return eu_err(why, whylen, EU_EINVAL, "only a Durable Object can accept a WebSocket");
+  for (i = 0; i < w->nsocks; i++) live += w->socks[i]->obj == o->index && w->socks[i]->state != EU_WS_CLOSED;
+  if (live >= EU_WS_MAX_PER_OBJECT)
+    return eu_err(why, whylen, EU_EINVAL, "an object may hold %d WebSockets at once", EU_WS_MAX_PER_OBJECT);
+  if (!room((void **)&w->socks, w->nsocks, &w->capsocks, sizeof *w->socks) || !(s = calloc(1, sizeof *s)))
+    return eu_err(why, whylen, EU_ENOMEM, "not enough memory");
+  save_object(w, o);
+  s->id = w->nsocks + 1;
+  s->obj = o->index;
+  s->state = EU_WS_PENDING;
+  s->ident = eu_mix64(t ? t->ident : o->res, 0x50c0000u + (uint64_t)(t ? t->calls++ : s->id));
+  for (i = 0; i < n; i++)
+    if (eu_buf_put(&s->tags, tags[i], lens[i]) != EU_OK || eu_buf_put(&s->tags, "", 1) != EU_OK) {
+      eu_buf_free(&s->tags);
+      free(s);
+      return eu_err(why, whylen, EU_ENOMEM, "not enough memory");
+    }
+  w->socks[w->nsocks++] = s;
+  trace(w, "%s  accepts WebSocket %lld", o->tag, (long long)s->id);
+  *out = s->id;
+  return EU_OK;
+}
+
+int eu_world_ws_send(lua_State *L, int64_t id, int op, int code, const char *data, size_t len, char *why,
+                     size_t whylen) {
+  eu_world *w = eu_world_of(L);
+  eu_sock *s = ws_own(L, id, why, whylen);
+  if (!s) return EU_EINVAL;
+  if (s->state == EU_WS_CLOSED || s->state == EU_WS_CLOSING)
+    return eu_err(why, whylen, EU_EINVAL, "the WebSocket is %s", s->state == EU_WS_CLOSED ? "closed" : "closing");
+  if (!eu_world_running(L)) return eu_err(why, whylen, EU_EINVAL, "a WebSocket sends only from an invocation");
+  if (eu_buf_put(&w->ws_sent, &id, 8) != EU_OK || eu_ws_record_put(&w->ws_sent, op, code, 0, data, len) != EU_OK)
+    return eu_err(why, whylen, EU_ENOMEM, "not enough memory");
+  return EU_OK;
+}
+
+int eu_world_ws_get(lua_State *L, int64_t id, int *state, const char **tags, size_t *tags_len,
+                    const char **attach, size_t *attach_len, int64_t *auto_at) {
+  char why[64];
+  eu_sock *s = ws_own(L, id, why, sizeof why);
+  if (!s) return EU_EINVAL;
+  *state = s->state;
+  *tags = s->tags.p ? s->tags.p : "";
+  *tags_len = s->tags.n;
+  *attach = s->attach.p;
+  *attach_len = s->attach.n;
+  *auto_at = s->auto_at;
+  return EU_OK;
+}
+
+int eu_world_ws_attach(lua_State *L, int64_t id, char *attach, size_t len) {
+  char why[64];
+  eu_sock *s = ws_own(L, id, why, sizeof why);
+  int rc = EU_OK;
+  if (!s) {
+    free(attach);
+    return EU_EINVAL;
+  }
+  save_object(eu_world_of(L), eu_world_self(L));
+  eu_buf_reset(&s->attach);
+  if (attach && eu_buf_put(&s->attach, attach, len) != EU_OK) rc = EU_ENOMEM;
+  free(attach);
+  return rc;
+}
+
+int eu_world_ws_list(lua_State *L, const char *tag, const int64_t **ids, int *n) {
+  eu_world *w = eu_world_of(L);
+  eu_object *o = eu_world_self(L);
+  int i;
+  *n = 0;
+  *ids = NULL;
+  if (!w || !o) return EU_EINVAL;
+  for (i = 0; i < w->nsocks; i++) {
+    eu_sock *s = w->socks[i];
+    if (s->obj != o->index || s->state == EU_WS_CLOSED) continue;
+    if (tag) {
+      const char *p = s->tags.p, *end = s->tags.p + s->tags.n;
+      int has = 0;
+      while (p && p < end && !has) {
+        has = strcmp(p, tag) == 0;
+        p += strlen(p) + 1;
+      }
+      if (!has) continue;
+    }
+    if (!room((void **)&w->ws_ids, *n, &w->capws_ids, sizeof *w->ws_ids)) return EU_ENOMEM;
+    w->ws_ids[(*n)++] = s->id;
+  }
+  *ids = w->ws_ids;
+  return EU_OK;
+}
+
+int eu_world_ws_auto(lua_State *L, const char *req, size_t req_len, const char *resp, size_t resp_len) {
+  eu_world *w = eu_world_of(L);
+  eu_object *o = eu_world_self(L);
+  char *a = NULL, *b = NULL;
+  if (!w || !o || o->ns < 0) return EU_EINVAL;
+  if (req && (!room((void **)&w->kept, w->nkept, &w->capkept, sizeof *w->kept) ||
+              !(a = dupmem(req, req_len)) || !(w->kept[w->nkept++] = a) ||
+              !room((void **)&w->kept, w->nkept, &w->capkept, sizeof *w->kept) ||
+              !(b = dupmem(resp, resp_len)) || !(w->kept[w->nkept++] = b)))
+    return EU_ENOMEM;
+  save_object(w, o);
+  o->auto_req = a;
+  o->auto_req_len = req_len;
+  o->auto_resp = b;
+  o->auto_resp_len = resp_len;
+  return EU_OK;
+}
+
+/* Checkpoints: every socket, its buffers after it. */
+static int ws_save(eu_world *w, eu_buf *blob) {
+  int i;
+  for (i = 0; i < w->nsocks; i++) {
+    eu_sock *s = w->socks[i];
+    const eu_buf *bufs[6];
+    int k;
+    bufs[0] = &s->tags; bufs[1] = &s->attach; bufs[2] = &s->inbox;
+    bufs[3] = &s->script; bufs[4] = &s->early; bufs[5] = &s->got;
+    if (eu_buf_put(blob, s, sizeof *s) != EU_OK) return EU_ENOMEM;
+    for (k = 0; k < 6; k++)
+      if (bufs[k]->n && eu_buf_put(blob, bufs[k]->p, bufs[k]->n) != EU_OK) return EU_ENOMEM;
+  }
+  return EU_OK;
+}
+
+static void ws_free(eu_sock *s) {
+  eu_buf_free(&s->tags);
+  eu_buf_free(&s->attach);
+  eu_buf_free(&s->inbox);
+  eu_buf_free(&s->script);
+  eu_buf_free(&s->early);
+  eu_buf_free(&s->got);
+  free(s);
+}
+
+/* Puts back nsocks sockets from *p; 0 when memory ran out. */
+static int ws_load(eu_world *w, const char **p, int nsocks) {
+  int i, ok = 1;
+  while (w->nsocks > nsocks) ws_free(w->socks[--w->nsocks]);
+  for (i = 0; i < nsocks; i++) {
+    eu_sock *s = w->socks[i], saved;
+    eu_buf *bufs[6];
+    size_t lens[6];
+    int k;
+    memcpy(&saved, *p, sizeof saved);
+    *p += sizeof saved;
+    lens[0] = saved.tags.n; lens[1] = saved.attach.n; lens[2] = saved.inbox.n;
+    lens[3] = saved.script.n; lens[4] = saved.early.n; lens[5] = saved.got.n;
+    bufs[0] = &s->tags; bufs[1] = &s->attach; bufs[2] = &s->inbox;
+    bufs[3] = &s->script; bufs[4] = &s->early; bufs[5] = &s->got;
+    for (k = 0; k < 6; k++) {
+      eu_buf_reset(bufs[k]);
+      if (lens[k] && eu_buf_put(bufs[k], *p, lens[k]) != EU_OK) ok = 0;
+      *p += lens[k];
+    }
+    s->id = saved.id;
+    s->obj = saved.obj;
+    s->state = saved.state;
+    s->ident = saved.ident;
+    s->auto_at = saved.auto_at;
+    s->delivered = saved.delivered;
+    s->in_queued = saved.in_queued;
+    s->due_queued = saved.due_queued;
+    memcpy(s->client, saved.client, sizeof s->client);
+  }
+  return ok;
+}
+
 /* ---- reset ------------------------------------------------------------ */
 
 int eu_world_reset(eu_world *w, eu_object *o) {
@@ -2897,6 +3517,8 @@ static void reset_object(eu_world *w, eu_object *o, const char *why, int remote,
     if (eu_store_get_alarm(o->store, &has, &at, &retry) == EU_OK && !has) alarm_failed(w, o, alarm_retry);
   }
   close_isolate(w, o);
+  ws_reset(w, o);
+  o->auto_req = o->auto_resp = NULL;
   o->alarm_running = 0;
   o->init_block = 0;
   o->breaking = EU_BREAK_NONE;
@@ -2923,6 +3545,14 @@ int eu_world_evict(eu_world *w, eu_object *o) {
   if (o->store && !o->store_lent) eu_store_close(o->store);
   o->store = NULL;
   o->store_lent = 0;
+  note_resident(w, o);
+  return EU_OK;
+}
+
+int eu_world_hibernate(eu_world *w, eu_object *o) {
+  if (!eu_world_evictable(w, o)) return EU_EINVAL;
+  if (o->iso) trace(w, "%s  hibernates: in-memory state lost, its WebSockets stay open", o->tag);
+  close_isolate(w, o);
   note_resident(w, o);
   return EU_OK;
 }
@@ -3075,6 +3705,7 @@ int eu_world_checkpoint(eu_world *w) {
     if (eu_buf_put(&c->blob, &w->held[i], sizeof w->held[i]) != EU_OK ||
         (w->held[i].ev.data && eu_buf_put(&c->blob, w->held[i].ev.data, w->held[i].ev.len) != EU_OK))
       return EU_ENOMEM;
+  if (ws_save(w, &c->blob) != EU_OK) return EU_ENOMEM;
   if (w->uncaught && eu_buf_puts(&c->blob, w->uncaught) != EU_OK) return EU_ENOMEM;
   w->ck_bytes += c->blob.cap;
   w->ck_depth = w->ncks++;
@@ -3214,6 +3845,8 @@ int eu_world_rewind(eu_world *w, int j) {
     if (w->held[i].ev.data) w->held[i].ev.data = blob_copy(&p, w->held[i].ev.len, &ok);
     w->nheld = i + 1;
   }
+  if (!ws_load(w, &p, sw->nsocks)) ok = 0;
+  w->ws_sent.n = 0;
   free(w->uncaught);
   w->uncaught = sw->uncaught ? dupstr(p) : NULL;
   /* the world's own fields; its options are this run's */
@@ -3303,6 +3936,12 @@ void eu_world_free(eu_world *w) {
   eu_buf_free(&w->trace);
   eu_buf_free(&w->fault_log);
   eu_buf_free(&w->events);
+  for (i = 0; i < w->nsocks; i++) ws_free(w->socks[i]);
+  free(w->socks);
+  eu_buf_free(&w->ws_sent);
+  free(w->ws_ids);
+  for (i = 0; i < w->nkept; i++) free(w->kept[i]);
+  free(w->kept);
   free(w->roots);
   free(w->uncaught);
   free(w->undeclared);

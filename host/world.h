@@ -124,6 +124,14 @@ typedef struct eu_world_opts {
    * that answer is taken (serve: as the response leaves), not as soon as
    * the invocation ends. */
   int hold_wait_until;
+  /* Where what objects send on their WebSockets goes (eu_world_ws_*):
+   * called as each turn that sent commits, in the order sent, with op
+   * EU_WS_TEXT, EU_WS_BINARY, EU_WS_CLOSE (a close frame: code, reason in
+   * data) or EU_WS_DROP (the object was reset: the connection goes without
+   * a close frame). NULL: the world keeps what each client received, for
+   * eu_world_ws_seen (check, specs). */
+  void (*ws_out)(void *ud, int64_t sock, int op, int code, const char *data, size_t len);
+  void *ws_ud;
 } eu_world_opts;
 
 #define EU_DEFAULT_START_MS INT64_C(1767225600000)  /* 2026-01-01T00:00:00Z */
@@ -199,6 +207,59 @@ int eu_world_slot_done(eu_world *w, int slot);
 /* The answer; the slot is released. */
 int eu_world_slot_take(eu_world *w, int slot, char **data, size_t *len);
 
+/* WebSockets, with the Hibernation API. An object accepts a socket
+ * (ctx:acceptWebSocket) and answers the upgrade with its client end (a 101
+ * response whose webSocket is the socket's id). The socket is the world's,
+ * not the isolate's: it outlives the object's hibernation (its isolate
+ * closed while it is idle: eviction, or the hibernate fault) with its tags
+ * and attachment, and closes when the object is reset (the client sees
+ * 1006). The host on the client's side connects the socket once it has
+ * taken the 101 answer, hands it the client's messages and its close, and
+ * hears what the object sends through opts.ws_out.
+ *
+ * What a client sends reaches the object in order, one event at a time:
+ * webSocketMessage(ws, message, isBinary), or webSocketClose(ws, code,
+ * reason, wasClean) for its close, each an invocation of its own. What the
+ * object sends leaves when the turn that sent it commits (the output
+ * gate), and is dropped with a turn that raises. */
+enum { EU_WS_TEXT = 1, EU_WS_BINARY, EU_WS_CLOSE, EU_WS_DROP };
+#define EU_WS_MAX_PER_OBJECT 32768   /* Cloudflare's limit of hibernatable sockets per object */
+#define EU_WS_MAX_TAGS 10
+#define EU_WS_MAX_TAG 256
+#define EU_WS_MAX_ATTACHMENT 2048
+#define EU_WS_MAX_AUTO 2048           /* an auto-response's request or response */
+/* A client's script: records (eu_ws_record_put) the world sends for it once
+ * the socket is connected, each as soon as it is due and what it sent
+ * before has been delivered: at, virtual ms since the start (0: at once).
+ * A record with op EU_WS_CLOSE or EU_WS_DROP ends the script. */
+int eu_ws_record_put(eu_buf *b, int op, int code, int64_t at, const char *data, size_t len);
+/* The record at *p (of the n bytes left), advancing *p; 0 at the end. */
+int eu_ws_record_get(const char **p, size_t *n, int *op, int *code, int64_t *at, const char **data, size_t *len);
+/* The client client ("ws-1", for traces and fault labels) took the 101
+ * answer for sock: the socket is open; what the object sent before goes to
+ * it now, then the script, if any (len 0 for none). EU_EINVAL, with err, for
+ * a socket no object accepted or one connected already. */
+int eu_world_ws_connect(eu_world *w, int64_t sock, const char *client, const char *script, size_t len,
+                        char *err, size_t errlen);
+/* A client's message (EU_WS_TEXT, EU_WS_BINARY), its close frame
+ * (EU_WS_CLOSE with code, reason in data) or its going without one
+ * (EU_WS_DROP, which the object sees as code 1006). EU_EINVAL for a socket
+ * that is not open. */
+int eu_world_ws_client(eu_world *w, int64_t sock, int op, int code, const char *data, size_t len);
+/* What the world knows of sock, for a client it keeps (no opts.ws_out):
+ * got, the records it received (op, code, data; at is the virtual time). */
+typedef struct eu_ws_seen {
+  int state;                  /* EU_WS_PENDING, EU_WS_OPEN, EU_WS_CLOSING, EU_WS_CLOSED */
+  const char *object;         /* the tag of the object that accepted it */
+  const char *client;         /* "" until connected */
+  const char *got;
+  size_t got_len;
+} eu_ws_seen;
+enum { EU_WS_PENDING = 0, EU_WS_OPEN, EU_WS_CLOSING, EU_WS_CLOSED };
+int eu_world_ws_seen(eu_world *w, int64_t sock, eu_ws_seen *out);
+/* Whether o has sockets not closed: an object a host may hibernate. */
+int eu_world_ws_live(eu_world *w, eu_object *o);
+
 /* Runs events until the slot is done (or nothing is left to run: EU_EINVAL). */
 int eu_world_run_until_done(eu_world *w, int slot, char *err, size_t errlen);
 /* Runs every event due up to now + ms, then moves the clock to now + ms. */
@@ -230,6 +291,9 @@ eu_store *eu_object_store_if_open(eu_object *o);
  * time of its last turn. */
 int eu_world_evictable(eu_world *w, eu_object *o);
 int eu_world_evict(eu_world *w, eu_object *o);
+/* As eu_world_evict, keeping the store open: the object hibernates (its
+ * isolate goes, its WebSockets stay), as the platform does with an idle one. */
+int eu_world_hibernate(eu_world *w, eu_object *o);
 int64_t eu_object_last_active(eu_object *o);
 int eu_world_nresident(eu_world *w);   /* objects with an isolate or a store open */
 
@@ -344,6 +408,29 @@ int eu_world_has_outbound(eu_world *w);
  * takes data. EU_EINVAL, data dropped, when no task waits for it any more
  * (a reset ended it). */
 int eu_world_resume_outbound(eu_world *w, int64_t task, char *data, size_t len);
+/* The WebSocket calls of the isolate L's object (ctx:acceptWebSocket and the
+ * rest, runtime.lua): each returns EU_OK, or EU_EINVAL with why (the
+ * binding raises it). accept makes a socket for the object with the tags
+ * (n of them, checked by the caller against the limits above) and gives its
+ * id. send queues op (EU_WS_TEXT, EU_WS_BINARY or EU_WS_CLOSE) for the
+ * commit of the turn running. */
+int eu_world_ws_accept(lua_State *L, const char *const *tags, const size_t *lens, int n, int64_t *sock,
+                       char *why, size_t whylen);
+int eu_world_ws_send(lua_State *L, int64_t sock, int op, int code, const char *data, size_t len, char *why,
+                     size_t whylen);
+/* The socket's state (EU_WS_*), tags (NUL after each) and attachment
+ * (encoded values, len 0 for none), when it is L's object's; else EU_EINVAL. */
+int eu_world_ws_get(lua_State *L, int64_t sock, int *state, const char **tags, size_t *tags_len,
+                    const char **attach, size_t *attach_len, int64_t *auto_at);
+/* Takes attach (encoded, at most EU_WS_MAX_ATTACHMENT bytes; NULL for none). */
+int eu_world_ws_attach(lua_State *L, int64_t sock, char *attach, size_t len);
+/* The ids of L's object's sockets that are not closed, in the order they were
+ * accepted; with tag, those that have it. *n is how many; ids is the world's,
+ * valid until the next call. */
+int eu_world_ws_list(lua_State *L, const char *tag, const int64_t **ids, int *n);
+/* setWebSocketAutoResponse: a client message equal to req is answered with
+ * resp by the host, without waking the object (NULL: none). */
+int eu_world_ws_auto(lua_State *L, const char *req, size_t req_len, const char *resp, size_t resp_len);
 /* controller:noRetry() of a scheduled invocation: it is not retried if it
  * fails. EU_EINVAL for a task that is no scheduled invocation. */
 int eu_task_no_retry(eu_task *t);

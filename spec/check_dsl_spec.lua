@@ -181,7 +181,7 @@ describe("http", function()
   end)
 
   it("refuses unknown fields, bad methods, headers and bodies", function()
-    assert.are.equal('http: requests[1] has an unknown field "url" (fields: path, method, headers, body, at)',
+    assert.are.equal('http: requests[1] has an unknown field "url" (fields: path, method, headers, body, at, websocket)',
       raised_here(function() sim.http({ { path = "/", url = "http://x/" } }) end))
     assert.are.equal('http: requests[1] has an unknown field "header" (did you mean "headers"?)',
       raised_here(function() sim.http({ { path = "/", header = {} } }) end))
@@ -503,7 +503,7 @@ describe("defineScenario", function()
   it("refuses unknown and repeated fault kinds", function()
     assert.are.equal('defineScenario: faults[2] is not a fault kind: "ambigous" (did you mean "ambiguous"?)',
       raised_here(function() sim.defineScenario(scenario { faults = { "reset", "ambigous" } }) end))
-    assert.are.equal('defineScenario: faults[1] is not a fault kind: "timeout" (kinds: rpc-fail, ambiguous, caller-crash, alarm-fail, alarm-lost, reset, resend, delivery-fail, delivery-timeout, cron-fail, cron-lost, overloaded, fetch-timeout)',
+    assert.are.equal('defineScenario: faults[1] is not a fault kind: "timeout" (kinds: rpc-fail, ambiguous, caller-crash, alarm-fail, alarm-lost, reset, resend, delivery-fail, delivery-timeout, cron-fail, cron-lost, overloaded, fetch-timeout, hibernate, ws-drop, ws-close)',
       raised_here(function() sim.defineScenario(scenario { faults = { "timeout" } }) end))
     assert.are.equal('defineScenario: faults lists "reset" twice',
       raised_here(function() sim.defineScenario(scenario { faults = { "reset", "reset" } }) end))
@@ -550,7 +550,8 @@ end)
 describe("fault kinds", function()
   it("lists every kind in a fixed order", function()
     assert.are.same({ "rpc-fail", "ambiguous", "caller-crash", "alarm-fail", "alarm-lost", "reset", "resend",
-      "delivery-fail", "delivery-timeout", "cron-fail", "cron-lost", "overloaded", "fetch-timeout" }, sim.FAULT_KINDS)
+      "delivery-fail", "delivery-timeout", "cron-fail", "cron-lost", "overloaded", "fetch-timeout", "hibernate",
+      "ws-drop", "ws-close" }, sim.FAULT_KINDS)
   end)
 
   it("describes each kind in one line", function()

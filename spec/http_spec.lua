@@ -256,7 +256,21 @@ describe("eutaxy.http", function()
       assert.has_error(function() Response.new("x", { status = 600 }) end,
         "Response.new: status 600 is outside 200-599")
       assert.has_error(function() Response.new(nil, { status = 101 }) end,
-        "Response.new: status 101 is outside 200-599")
+        "Response.new: a 101 response needs a webSocket (the client end of a WebSocketPair)")
+      assert.has_error(function() Response.new(nil, { status = 100 }) end,
+        "Response.new: status 100 is outside 200-599")
+    end)
+
+    it("refuses a webSocket that is not an accepted pair's client end, or without 101", function()
+      local pair = require("eutaxy.websocket").WebSocketPair.new()
+      assert.has_error(function() Response.new(nil, { status = 101, webSocket = pair[1] }) end,
+        "Response.new: the pair's server end (pair[2]) was not accepted: call self.ctx:acceptWebSocket(pair[2]) first")
+      assert.has_error(function() Response.new(nil, { status = 101, webSocket = pair[2] }) end,
+        "Response.new: webSocket must be the client end of the pair (pair[1])")
+      assert.has_error(function() Response.new(nil, { status = 200, webSocket = pair[1] }) end,
+        "Response.new: a response with a webSocket must have status 101, got 200")
+      assert.has_error(function() Response.new(nil, { status = 101, webSocket = {} }) end,
+        "Response.new: webSocket must be a WebSocket, got table")
     end)
 
     it("refuses a status that is not an integer", function()

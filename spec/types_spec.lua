@@ -144,7 +144,10 @@ describe("the LuaLS annotations in types/", function()
     -- the hooks a class may define, fields set only on instances and check's
     -- loading (set while a scenario loads) are not in the tables compared
     local hooks = {
-      ["eutaxy.DurableObject"] = { init = true, alarm = true, fetch = true, ctx = true, env = true, super = true },
+      ["eutaxy.DurableObject"] = { init = true, alarm = true, fetch = true, ctx = true, env = true, super = true,
+                                   webSocketMessage = true, webSocketClose = true },
+      -- set on a 101 response only
+      ["eutaxy.Response"] = { webSocket = true },
       ["eutaxy.FanoutMessage"] = { id = true, deliveryId = true, target = true, body = true, attempt = true,
                                    enqueuedAt = true },
       ["eutaxy.check"] = { loading = true },

@@ -62,6 +62,16 @@ function sim.durableObject(binding, kv, opts) end
 ---@return eutaxy.check.HttpDrive
 function sim.http(requests, opts) end
 
+--- A WebSocket client, as an element of sim.http's list: an upgrade
+--- request to path (arriving at `at`), then, once the answer is 101, its
+--- messages in order (a string is text; { data, binary = true, at = ms }),
+--- then a close frame with code `close` (true for 1000) if given. What it
+--- received is state.responses[i].websocket. With clients in a scenario the
+--- faults hibernate, ws-drop and ws-close are in play.
+---@param t { path: string, headers?: table<string, string>, at?: integer, messages?: (string|{ data: string, binary?: boolean, at?: integer })[], close?: boolean|integer }
+---@return eutaxy.check.Request
+function sim.websocket(t) end
+
 --- Calls to objects' methods, as events call-1, call-2, ..., each arriving
 --- `at` ms of virtual time after the run's start (0 by default).
 ---@param calls { binding: string, name: string, method: string, args?: any[], at?: integer }[]
@@ -242,6 +252,7 @@ function sim.reached(probe, state) end
 ---@field value any sim.rpc: what the method returned
 ---@field error table|nil the error the last delivery got (name, message, remote, retryable)
 ---@field lost true|nil sim.rpc: the last delivery never arrived (nothing ran); sim.http: the client went away before the answer
+---@field websocket { state: "connecting"|"open"|"closing"|"closed", object: string, client: string, received: { type: "text"|"binary"|"close"|"drop", data?: string, code?: integer, reason?: string, at: integer }[] }|nil a sim.websocket client's, once its upgrade was answered 101
 
 --- What an invariant sees of a run.
 ---@class eutaxy.check.State

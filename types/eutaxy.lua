@@ -7,6 +7,7 @@
 ---@field DurableObject eutaxy.DurableObject the base class of every object
 ---@field Request eutaxy.RequestClass
 ---@field Response eutaxy.ResponseClass
+---@field WebSocketPair eutaxy.WebSocketPairClass
 ---@field Headers eutaxy.Headers the Headers class: eutaxy.Headers.new(init)
 ---@field json eutaxy.json deterministic JSON (sorted keys)
 ---@field url eutaxy.url
@@ -154,6 +155,92 @@ function DurableObjectState.blockConcurrencyWhile(fn) end
 --- object's invocations runs.
 ---@param reason? string
 function DurableObjectState.abort(reason) end
+
+--- Accepts the server end of a WebSocketPair (pair[2]) with the
+--- Hibernation API: the socket is the host's from now on, so it stays open
+--- while the object hibernates, and its messages arrive as
+--- webSocketMessage(ws, message, isBinary) and webSocketClose(ws, code,
+--- reason, wasClean). Answer the upgrade with
+--- `eutaxy.Response.new(nil, { status = 101, webSocket = pair[1] })`.
+--- At most 10 tags of at most 256 bytes; at most 32,768 sockets per object.
+---@param ws eutaxy.WebSocket
+---@param tags? string[]
+function DurableObjectState:acceptWebSocket(ws, tags) end
+
+--- The sockets this object accepted that are not closed, in the order
+--- accepted; with tag, those that have it. After a hibernation, new ends
+--- for the same sockets.
+---@param tag? string
+---@return eutaxy.WebSocket[]
+function DurableObjectState:getWebSockets(tag) end
+
+--- The tags the socket was accepted with.
+---@param ws eutaxy.WebSocket
+---@return string[]
+function DurableObjectState:getTags(ws) end
+
+--- A client text message equal to request is answered with response by the
+--- host, without waking the object (each at most 2,048 bytes). No arguments
+--- clear it. A reset clears it too.
+---@param request? string
+---@param response? string
+function DurableObjectState:setWebSocketAutoResponse(request, response) end
+
+--- When the host last answered the socket's auto-response request (ms since 1970), or nil.
+---@param ws eutaxy.WebSocket
+---@return integer|nil
+function DurableObjectState:getWebSocketAutoResponseTimestamp(ws) end
+
+--- Optional: a client's message on a socket the object accepted; isBinary
+--- for a binary one (message is a string of its bytes either way).
+---@param ws eutaxy.WebSocket
+---@param message string
+---@param isBinary boolean
+function DurableObject:webSocketMessage(ws, message, isBinary) end
+
+--- Optional: a client closed (its close frame: wasClean true) or went
+--- (code 1006, wasClean false). The socket is closed; its attachment can
+--- still be read.
+---@param ws eutaxy.WebSocket
+---@param code integer
+---@param reason string
+---@param wasClean boolean
+function DurableObject:webSocketClose(ws, code, reason, wasClean) end
+
+--- One end of a WebSocketPair.
+---@class eutaxy.WebSocket
+---@field readyState integer 0 connecting, 1 open, 2 closing, 3 closed
+local WebSocket = {}
+
+--- Sends a message, once the turn commits (the output gate); a turn that
+--- raises sends nothing. Text must be valid UTF-8; { binary = true } sends bytes.
+---@param message string
+---@param opts? { binary?: boolean }
+function WebSocket:send(message, opts) end
+
+--- Starts the close handshake: code 1000 (the default) or 3000-4999, a
+--- reason of at most 123 bytes.
+---@param code? integer
+---@param reason? string
+function WebSocket:close(code, reason) end
+
+--- Keeps a copy of value with the socket, through hibernation, until it
+--- closes: at most 2,048 bytes serialized (eutaxy's clone).
+---@param value any
+function WebSocket:serializeAttachment(value) end
+
+--- A copy of what serializeAttachment kept, or nil.
+---@return any
+function WebSocket:deserializeAttachment() end
+
+--- eutaxy.WebSocketPair
+---@class eutaxy.WebSocketPairClass
+local WebSocketPair = {}
+
+--- A new pair: pair[1] the client end (for the 101 response), pair[2] the
+--- server end (for ctx:acceptWebSocket).
+---@return { [1]: eutaxy.WebSocket, [2]: eutaxy.WebSocket }
+function WebSocketPair.new() end
 
 --- The third argument of the worker's fetch(request, env, ctx) and scheduled(controller, env, ctx).
 ---@class eutaxy.WorkerContext

@@ -81,9 +81,10 @@ local RequestClass = {}
 function RequestClass.new(input, init) end
 
 ---@class eutaxy.ResponseInit
----@field status? integer 200 by default; 200-599
+---@field status? integer 200 by default; 200-599, or 101 with a webSocket
 ---@field statusText? string
 ---@field headers? eutaxy.Headers|table<string, string|string[]>|{ [1]: string, [2]: string }[]
+---@field webSocket? eutaxy.WebSocket the client end of a WebSocketPair whose server end was accepted (status 101)
 
 --- An HTTP response, as fetch returns it.
 ---@class eutaxy.Response
@@ -92,6 +93,7 @@ function RequestClass.new(input, init) end
 ---@field headers eutaxy.Headers
 ---@field ok boolean status is 200-299
 ---@field body string|nil
+---@field webSocket eutaxy.WebSocket|nil a 101 response's client end
 local Response = {}
 
 --- The body, or "" when there is none.

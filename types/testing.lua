@@ -77,6 +77,51 @@ function World:rows(binding, name, sql, ...) end
 ---@return table<string, any>[]
 function World:serviceRows(origin, sql, ...) end
 
+--- Opens a WebSocket to the worker: an upgrade request (the client's
+--- headers added) to its fetch. A client when the answer is 101 with a
+--- webSocket, else nil and the response.
+---@param input string|eutaxy.Request
+---@param init? eutaxy.RequestInit
+---@return eutaxy.WebSocketClient|nil, eutaxy.Response
+function World:websocket(input, init) end
+
+--- The object hibernates, as the platform does with an idle one: its
+--- isolate goes (in-memory state lost), its storage and WebSockets stay,
+--- the next event wakes it. False when an invocation is in flight.
+---@param binding string
+---@param name string
+---@return boolean
+function World:hibernate(binding, name) end
+
+--- A WebSocket client of a world (World:websocket). Each call runs what it starts.
+---@class eutaxy.WebSocketClient
+---@field label string "ws-1", ...
+---@field response eutaxy.Response the 101 answer
+local WebSocketClient = {}
+---@param message string
+---@param opts? { binary?: boolean }
+---@return boolean sent false once the socket is closed
+function WebSocketClient:send(message, opts) end
+--- Closes with a close frame (1000 by default).
+---@param code? integer
+---@param reason? string
+---@return boolean
+function WebSocketClient:close(code, reason) end
+--- Goes without a close frame: the object sees 1006.
+---@return boolean
+function WebSocketClient:drop() end
+--- Everything received: { type = "text"|"binary", data, at } and { type = "close"|"drop", code, reason, at }.
+---@return table[]
+function WebSocketClient:received() end
+--- The text and binary messages received, as strings.
+---@return string[]
+function WebSocketClient:messages() end
+---@return "connecting"|"open"|"closing"|"closed"
+function WebSocketClient:state() end
+--- How the connection ended ({ code, reason }), or nil while it is open.
+---@return { code: integer, reason: string }|nil
+function WebSocketClient:closed() end
+
 --- The object loses its in-memory state and keeps its storage.
 ---@param binding string
 ---@param name string

@@ -55,6 +55,11 @@ local FAULTS = {
       .. "overloaded = true and retryable = false" },
   { "fetch-timeout", "a service outside receives and applies an eutaxy.fetch, but its answer never comes: "
       .. "after 30 s the caller gets a TimeoutError (retryable)" },
+  { "hibernate", "an idle object with WebSockets hibernates before its next event: in-memory state lost, "
+      .. "its sockets (tags, attachments) kept" },
+  { "ws-drop", "a WebSocket client goes without a close frame instead of sending its next message "
+      .. "(the object sees webSocketClose with 1006)" },
+  { "ws-close", "a WebSocket client closes (1001, going away) instead of sending its next message" },
 }
 
 --- Every fault kind `check` can inject, in a fixed order.
@@ -571,7 +576,9 @@ end
 ---@field file string
 ---@field line integer
 
-local REQUEST_FIELDS = { "path", "method", "headers", "body", "at" }
+local REQUEST_FIELDS = { "path", "method", "headers", "body", "at", "websocket" }
+local WEBSOCKET_FIELDS = { "path", "headers", "at", "messages", "close" }
+local MESSAGE_FIELDS = { "data", "binary", "at" }
 local CALL_FIELDS = { "binding", "name", "method", "args", "at" }
 local DRIVE_OPTIONS = { "retries" }
 
@@ -632,7 +639,66 @@ local function check_request(site, r, i)
   -- in a value) is refused here, where the site is known.
   local ok, err = pcall(http.Request.new, r.path, { method = method, headers = headers, body = r.body })
   if not ok then raise(site, "%s: %s", at, tostring(err)) end
-  return { path = r.path, method = method, headers = headers, body = r.body, at = check_at(site, r.at, at) }
+  local ws = r.websocket
+  if ws ~= nil then
+    -- sim.websocket's: the client's messages, already checked, and how it ends
+    if type(ws) ~= "table" or type(ws.messages) ~= "table" then
+      raise(site, "%s.websocket must come from sim.websocket, got %s", at, got(ws))
+    end
+    if method ~= "GET" then raise(site, "%s: a WebSocket upgrade is a GET request, got %s", at, method) end
+  end
+  return { path = r.path, method = method, headers = headers, body = r.body, at = check_at(site, r.at, at),
+           websocket = ws }
+end
+
+--- A WebSocket client, for sim.http's list: an upgrade request to path
+--- (at `at`, as a request's), then, once the answer is 101, its messages in
+--- order, each a string (text) or { data, binary = true, at = ms } (sent
+--- no earlier than `at` ms after the start), then a close frame with code
+--- `close` (true for 1000) if it is given. What the client received is in
+--- state.responses[i].websocket for invariants.
+---@param t { path: string, headers?: table<string, string>, at?: integer, messages?: (string|{ data: string, binary?: boolean, at?: integer })[], close?: boolean|integer }
+function sim.websocket(t)
+  local site = call_site()
+  local at = "websocket"
+  check_table(site, t, at)
+  check_fields(site, t, WEBSOCKET_FIELDS, at .. " has an unknown field %s", "fields")
+  local messages = {}
+  if t.messages ~= nil then
+    check_array(site, t.messages, at .. ".messages", "messages")
+    for i, m in ipairs(t.messages) do
+      local where = at .. ".messages[" .. i .. "]"
+      if type(m) == "string" then m = { data = m } end
+      check_table(site, m, where)
+      check_fields(site, m, MESSAGE_FIELDS, where .. " has an unknown field %s", "fields")
+      if type(m.data) ~= "string" then raise(site, "%s.data must be a string, got %s", where, got(m.data)) end
+      if m.binary ~= nil and type(m.binary) ~= "boolean" then
+        raise(site, "%s.binary must be true or false, got %s", where, got(m.binary))
+      end
+      if not m.binary and not utf8.len(m.data) then
+        raise(site, "%s is not valid UTF-8: send it with binary = true", where)
+      end
+      messages[i] = { data = m.data, binary = m.binary or nil, at = check_at(site, m.at, where) }
+    end
+  end
+  local close = t.close
+  if close == true then close = 1000 end
+  if close ~= nil and close ~= false then
+    local n = type(close) == "number" and math_tointeger(close) or nil
+    if not n or not (n == 1000 or (n >= 3000 and n <= 4999)) then
+      raise(site, "%s.close must be true or a close code (1000, or 3000-4999), got %s", at, got(t.close))
+    end
+    close = n
+  else
+    close = nil
+  end
+  local headers = { upgrade = "websocket", connection = "Upgrade", ["sec-websocket-version"] = "13",
+                    ["sec-websocket-key"] = "dGhlIHNhbXBsZSBub25jZQ==" }
+  if t.headers ~= nil then
+    check_table(site, t.headers, at .. ".headers")
+    for k, v in pairs(t.headers) do headers[k] = v end
+  end
+  return { path = t.path, headers = headers, at = t.at, websocket = { messages = messages, close = close } }
 end
 
 --- Drives the worker with HTTP requests, sent at the start of the run or

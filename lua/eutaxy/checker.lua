@@ -190,6 +190,14 @@ local function prepare(scenario, file, dir)
     for i, r in ipairs(scenario.drive.requests) do
       local request = http.Request.new(r.path, { method = r.method, headers = r.headers, body = r.body })
       events[i] = { kind = "fetch", label = "req-" .. i, request = http.to_wire(request), at = r.at }
+      if r.websocket then
+        local script = {}
+        for k, m in ipairs(r.websocket.messages) do
+          script[k] = { op = m.binary and "binary" or "text", data = m.data, at = m.at }
+        end
+        if r.websocket.close then script[#script + 1] = { op = "close", code = r.websocket.close } end
+        events[i].script = script
+      end
     end
   else
     for i, c in ipairs(scenario.drive.calls) do
@@ -228,7 +236,7 @@ local State = {}
 local function responses(answers, kind)
   local list = {}
   for i, a in ipairs(answers or {}) do
-    local r = { event = a.event, deliveries = a.deliveries }
+    local r = { event = a.event, deliveries = a.deliveries, websocket = a.websocket }
     if a.lost then
       r.lost = true
     elseif a.ok and kind == "http" and type(a.value) == "table" then
@@ -881,12 +889,15 @@ local function run_check(o)
   local reached = {}
   if o.end_states then scenario.end_states, scenario.end_objects = {}, named_objects(scenario) end
   -- A client with no retries never resends, a worker with no crons has no
-  -- cron invocation, a scenario with no services has no fetch to time out:
-  -- resend, cron-fail and cron-lost, fetch-timeout are no kinds in play there.
-  local kinds = {}
+  -- cron invocation, a scenario with no services has no fetch to time out,
+  -- one with no WebSocket client has no socket: resend, cron-fail and
+  -- cron-lost, fetch-timeout, hibernate and ws-* are no kinds in play there.
+  local kinds, websockets = {}, false
+  for _, e in ipairs(p.events) do websockets = websockets or e.script ~= nil end
   for _, k in ipairs(scenario.faults or sim.FAULT_KINDS) do
     if (k ~= "resend" or scenario.drive.retries > 0) and (#p.crons > 0 or not k:find("^cron%-"))
-       and (k ~= "fetch-timeout" or #scenario.services > 0) then
+       and (k ~= "fetch-timeout" or #scenario.services > 0)
+       and (websockets or (k ~= "hibernate" and not k:find("^ws%-"))) then
       kinds[#kinds + 1] = k
     end
   end

@@ -321,6 +321,7 @@ end
 ---@field status? integer default 200
 ---@field statusText? string default ""
 ---@field headers? eutaxy.Headers|table
+---@field webSocket? eutaxy.WebSocket the client end of a WebSocketPair, with status 101
 
 ---@class eutaxy.Response
 ---@field status integer
@@ -328,6 +329,7 @@ end
 ---@field headers eutaxy.Headers
 ---@field ok boolean status is 200-299
 ---@field body string|nil
+---@field webSocket eutaxy.WebSocket|nil the client end, in a 101 response to an upgrade
 local response_methods = {}
 
 ---@class eutaxy.ResponseClass
@@ -345,7 +347,8 @@ end
 local null_body_status = { [204] = true, [205] = true, [304] = true }
 
 --- Builds a response. The status must be an integer within 200-599 (as in
---- fetch); 204, 205 and 304 cannot have a body.
+--- fetch), or 101 with a webSocket (the client end of a WebSocketPair whose
+--- server end the object accepted); 204, 205 and 304 cannot have a body.
 ---@param body? string
 ---@param init? eutaxy.ResponseInit
 ---@return eutaxy.Response
@@ -364,7 +367,14 @@ function Response.new(body, init)
       .. (type(status) == "number" and tostring(status) or type(status)))
   end
   status = math_tointeger(status)
-  if status < 200 or status > 599 then
+  local ws = init.webSocket
+  if ws ~= nil or status == 101 then
+    if status ~= 101 then fail("Response.new: a response with a webSocket must have status 101, got " .. status) end
+    if ws == nil then fail("Response.new: a 101 response needs a webSocket (the client end of a WebSocketPair)") end
+    if body ~= nil then fail("Response.new: a 101 response cannot have a body") end
+    local _, err = require("eutaxy.websocket").client_id(ws)
+    if err then fail("Response.new: " .. err) end
+  elseif status < 200 or status > 599 then
     fail("Response.new: status " .. status .. " is outside 200-599")
   end
   if body ~= nil and null_body_status[status] then
@@ -384,6 +394,7 @@ function Response.new(body, init)
     headers = Headers.new(init.headers),
     ok = status >= 200 and status <= 299,
     body = body,
+    webSocket = ws,
   }, response_mt)
 end
 
@@ -449,6 +460,7 @@ end
 ---@field headers { [1]: string, [2]: string }[]
 ---@field body? string
 ---@field redirect? "manual"|"error" a request's, when not "follow"
+---@field webSocket? integer a 101 response's socket, the host's id
 
 --- The plain-data form of a Request or Response.
 ---@param obj eutaxy.Request|eutaxy.Response
@@ -460,7 +472,8 @@ local function to_wire(obj)
              redirect = obj.redirect ~= "follow" and obj.redirect or nil }
   elseif is_response(obj) then
     return { kind = "response", status = obj.status, statusText = obj.statusText,
-             headers = obj.headers:toList(), body = obj.body }
+             headers = obj.headers:toList(), body = obj.body,
+             webSocket = obj.webSocket and (require("eutaxy.websocket").client_id(obj.webSocket)) or nil }
   end
   fail("http.to_wire: expected a Request or Response, got " .. type(obj))
 end
@@ -480,7 +493,12 @@ local function from_wire(t)
   if t.kind == "request" then
     return Request.new(t.url, { method = t.method, headers = headers, body = t.body, redirect = t.redirect })
   elseif t.kind == "response" then
-    return Response.new(t.body, { status = t.status, statusText = t.statusText, headers = headers })
+    local ws = t.webSocket
+    if ws ~= nil then
+      if math_type(ws) ~= "integer" then fail("http.from_wire: webSocket must be a socket id") end
+      ws = require("eutaxy.websocket").client_end(ws)
+    end
+    return Response.new(t.body, { status = t.status, statusText = t.statusText, headers = headers, webSocket = ws })
   end
   fail("http.from_wire: kind must be \"request\" or \"response\", got " .. tostring(t.kind))
 end

@@ -23,6 +23,7 @@ local lazy = {
   alarms = function() return require("eutaxy.scheduler").alarms end,
   durable = function() return require("eutaxy.scheduler").durable end,
   fanout = function() return require("eutaxy.fanout").new end,
+  WebSocketPair = function() return require("eutaxy.websocket").WebSocketPair end,
 }
 local eutaxy = setmetatable({}, {
   __index = function(t, k)

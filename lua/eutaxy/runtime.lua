@@ -22,13 +22,15 @@ local function lazy(name)
 end
 local http = lazy "eutaxy.http"
 local storage = lazy "eutaxy.storage"
+local websocket = lazy "eutaxy.websocket"
 
 local runtime = {}
 
 local pack, unpack = table.pack, table.unpack
 
 -- Names that RPC never reaches: lifecycle hooks and the class machinery.
-local not_rpc = { init = true, extend = true, is_class = true, alarm = true, fetch = true, new = true }
+local not_rpc = { init = true, extend = true, is_class = true, alarm = true, fetch = true, new = true,
+                  webSocketMessage = true, webSocketClose = true, webSocketError = true }
 
 local ids = require "eutaxy.id"
 local Id, new_id = ids.Id, ids.new
@@ -308,7 +310,15 @@ function runtime.boot(role, entry, bindings, binding, hex, name, vars)
     core.abort(reason)
   end
   instance.ctx = { id = id, storage = store, waitUntil = wait_until, blockConcurrencyWhile = block_concurrency_while,
-                   abort = abort }
+                   abort = abort,
+                   -- the Hibernation API's, called with a colon as storage's are
+                   acceptWebSocket = function(_, ws, tags) websocket.accept(ws, tags) end,
+                   getWebSockets = function(_, tag) return websocket.list(tag) end,
+                   getTags = function(_, ws) return websocket.tags(ws) end,
+                   setWebSocketAutoResponse = function(_, request, response)
+                     websocket.set_auto_response(request, response)
+                   end,
+                   getWebSocketAutoResponseTimestamp = function(_, ws) return websocket.auto_response_at(ws) end }
   instance.env = env
   if instance.init then instance:init() end
   constructing = false
@@ -332,6 +342,18 @@ function runtime.boot(role, entry, bindings, binding, hex, name, vars)
         error(errors.new("TypeError", class_name .. ":fetch must return a Response, got " .. type(response)), 0)
       end
       return http.to_wire(response)
+    elseif kind == "ws" then
+      -- a client's message (id, message, isBinary) or close (id, code, reason, wasClean)
+      local sock = websocket.server_end((...))
+      if select("#", ...) == 3 then
+        if type(instance.webSocketMessage) ~= "function" then
+          error(errors.new("TypeError", class_name .. " accepted a WebSocket but has no webSocketMessage(ws, message) method"), 0)
+        end
+        instance:webSocketMessage(sock, select(2, ...))
+      elseif type(instance.webSocketClose) == "function" then
+        instance:webSocketClose(sock, select(2, ...))
+      end
+      return
     elseif kind == "run" then
       (...)()
       return

@@ -176,6 +176,77 @@ function World:fetch(input, init)
   return http.from_wire(r[2])
 end
 
+---@class eutaxy.WebSocketClient
+---@field response eutaxy.Response the 101 answer to the upgrade
+local Client = {}
+Client.__index = Client
+Client.__name = "eutaxy.WebSocketClient"
+
+--- Sends a text message (or binary, with { binary = true }) and runs what it starts.
+---@return boolean sent false when the socket is closed
+function Client:send(message, opts)
+  if type(message) ~= "string" then error("send expects a string, got " .. type(message), 2) end
+  return self._w:ws_client(self._sock, type(opts) == "table" and opts.binary and "binary" or "text", message)
+end
+
+--- Closes with a close frame (code 1000 by default).
+function Client:close(code, reason)
+  return self._w:ws_client(self._sock, "close", code or 1000, reason or "")
+end
+
+--- Goes without a close frame: the object sees code 1006.
+function Client:drop()
+  return self._w:ws_client(self._sock, "drop")
+end
+
+--- Everything received so far: { type = "text"|"binary", data } and
+-- { type = "close"|"drop", code, reason }, each with `at`, virtual ms since the start.
+function Client:received()
+  return self._w:ws_seen(self._sock).received
+end
+
+--- The text and binary messages received so far, as strings.
+function Client:messages()
+  local out = {}
+  for _, m in ipairs(self:received()) do
+    if m.type == "text" or m.type == "binary" then out[#out + 1] = m.data end
+  end
+  return out
+end
+
+--- "open", "closing" (the object closed, the client's close went back) or "closed".
+function Client:state() return self._w:ws_seen(self._sock).state end
+
+--- How the connection ended, from what the client received: { code, reason } or nil while open.
+function Client:closed()
+  local got = self:received()
+  local last = got[#got]
+  if last and (last.type == "close" or last.type == "drop") then return { code = last.code, reason = last.reason } end
+  return nil
+end
+
+--- Opens a WebSocket to the worker: an upgrade request (GET, with the
+-- headers a client sends) to its fetch. Returns a client when the answer is
+-- 101 with a webSocket, else nil and the response.
+---@return eutaxy.WebSocketClient|nil, eutaxy.Response
+function World:websocket(input, init)
+  local request = http.is_request(input) and init == nil and input or http.Request.new(input, init)
+  local headers = request.headers
+  if not headers:has("upgrade") then headers:set("upgrade", "websocket") end
+  if not headers:has("connection") then headers:set("connection", "Upgrade") end
+  if not headers:has("sec-websocket-version") then headers:set("sec-websocket-version", "13") end
+  if not headers:has("sec-websocket-key") then headers:set("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==") end
+  local r = pack(self._w:fetch(http.to_wire(request)))
+  if not r[1] then answer(r, 2) end
+  local wire = r[2]
+  local response = http.from_wire(wire)
+  if response.status ~= 101 or not wire.webSocket then return nil, response end
+  self._clients = (self._clients or 0) + 1
+  local label = "ws-" .. self._clients
+  self._w:ws_connect(wire.webSocket, label)
+  return setmetatable({ _w = self._w, _sock = wire.webSocket, label = label, response = response }, Client), response
+end
+
 --- Virtual time, ms since 1970.
 function World:now() return self._w:now() end
 
@@ -224,6 +295,14 @@ end
 --- Resets the object: its in-memory state is lost, its storage kept.
 function World:reset(binding, name)
   self._w:reset(binding, self._w:id_from_name(binding, name), name)
+end
+
+--- Hibernates the object, as the platform does with an idle one: its
+-- isolate goes (in-memory state lost), its storage and WebSockets stay, and
+-- the next event wakes it. Returns false when an invocation is in flight.
+---@return boolean
+function World:hibernate(binding, name)
+  return self._w:hibernate(binding, self._w:id_from_name(binding, name), name)
 end
 
 --- Whether the object's isolate is alive (constructed and not reset since).
