@@ -923,16 +923,16 @@ static int w_ws_connect(lua_State *L) {
 /* w:ws_client(sock, "text"|"binary", data) or (sock, "close", code, reason) or (sock, "drop"):
  * what the client sends; runs what is due now. False when the socket is not open. */
 static int w_ws_client(lua_State *L) {
-  static const char *const ops[] = { "text", "binary", "close", "drop", NULL };
-  static const int codes[] = { EU_WS_TEXT, EU_WS_BINARY, EU_WS_CLOSE, EU_WS_DROP };
+  static const char *const ops[] = { "text", "binary", "close", "drop", "error", NULL };
+  static const int codes[] = { EU_WS_TEXT, EU_WS_BINARY, EU_WS_CLOSE, EU_WS_DROP, EU_WS_ERROR };
   lworld *lw = check_world(L);
   int64_t sock = (int64_t)luaL_checkinteger(L, 2);
   int op = codes[luaL_checkoption(L, 3, NULL, ops)], code = 0, rc;
   const char *data = NULL;
   size_t len = 0;
   char err[EU_ERRLEN];
-  if (op == EU_WS_CLOSE) {
-    code = (int)luaL_optinteger(L, 4, 1000);
+  if (op == EU_WS_CLOSE || op == EU_WS_ERROR) {
+    code = (int)luaL_optinteger(L, 4, op == EU_WS_ERROR ? 1002 : 1000);
     data = luaL_optlstring(L, 5, "", &len);
   } else if (op == EU_WS_DROP) {
     code = 1006;

@@ -2003,14 +2003,20 @@ static int push_task(lua_State *L) {
      * code, reason and whether it was clean */
     lua_pushinteger(L, (lua_Integer)t->sock);
     if (t->ws_op == EU_WS_TEXT || t->ws_op == EU_WS_BINARY) {
+      lua_pushliteral(L, "message");
       lua_pushlstring(L, j->data ? j->data : "", j->len);
       lua_pushboolean(L, t->ws_op == EU_WS_BINARY);
+      j->n = 4;
+    } else if (t->ws_op == EU_WS_ERROR) {
+      lua_pushliteral(L, "error");
+      lua_pushlstring(L, j->data ? j->data : "", j->len);
       j->n = 3;
     } else {
+      lua_pushliteral(L, "close");
       lua_pushinteger(L, t->ws_code);
       lua_pushlstring(L, j->data ? j->data : "", j->len);
       lua_pushboolean(L, t->ws_op == EU_WS_CLOSE);
-      j->n = 4;
+      j->n = 5;
     }
   } else if (t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_BRANCH) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, t->fnref);  /* the function, now the coroutine's */
@@ -3003,6 +3009,7 @@ static const char *ws_op_name(int op) {
   case EU_WS_TEXT: return "text";
   case EU_WS_BINARY: return "binary";
   case EU_WS_CLOSE: return "close";
+  case EU_WS_ERROR: return "error";
   default: return "drop";
   }
 }
@@ -3171,12 +3178,14 @@ static void ws_dispatch_in(eu_world *w, int64_t id) {
     return;
   }
   if (op == EU_WS_TEXT || op == EU_WS_BINARY) snprintf(label, sizeof label, "%.40s message #%d", event, k);
-  else snprintf(label, sizeof label, "%.40s close", event);
-  t = new_task(w, EU_TASK_WS, o, op == EU_WS_TEXT || op == EU_WS_BINARY ? "webSocketMessage" : "webSocketClose", label);
+  else snprintf(label, sizeof label, "%.40s %s", event, op == EU_WS_ERROR ? "error" : "close");
+  t = new_task(w, EU_TASK_WS, o, op == EU_WS_TEXT || op == EU_WS_BINARY ? "webSocketMessage"
+                                 : op == EU_WS_ERROR ? "webSocketError" : "webSocketClose", label);
   if (!t) return;
   t->ident = eu_mix64(s->ident, 0x1b0u + (uint64_t)k);
   /* its calls' labels read "req-1 message#2 effect #0" */
-  snprintf(root, sizeof root, "%s %s", event, op == EU_WS_TEXT || op == EU_WS_BINARY ? "message" : "close");
+  snprintf(root, sizeof root, "%s %s", event, op == EU_WS_TEXT || op == EU_WS_BINARY ? "message"
+                                                : op == EU_WS_ERROR ? "error" : "close");
   t->root = new_root(w, root, k);
   t->sock = s->id;
   t->ws_op = op;
@@ -3186,11 +3195,12 @@ static void ws_dispatch_in(eu_world *w, int64_t id) {
       trace(w, "%s  %s %s %.*s", label, o->tag, ws_op_name(op), (int)(len > 80 ? 80 : len), data);
       record(w, "send", event, o->tag, "%s %.*s", ws_op_name(op), (int)(len > 80 ? 80 : len), data);
     } else {
-      trace(w, "%s  %s %s %d", label, o->tag, op == EU_WS_DROP ? "connection dropped" : "close", t->ws_code);
-      record(w, "send", event, o->tag, "%s %d", op == EU_WS_DROP ? "connection dropped" : "close", t->ws_code);
+      const char *what = op == EU_WS_DROP ? "connection dropped" : op == EU_WS_ERROR ? "error, closed with" : "close";
+      trace(w, "%s  %s %s %d", label, o->tag, what, t->ws_code);
+      record(w, "send", event, o->tag, "%s %d", what, t->ws_code);
     }
   }
-  if (op == EU_WS_CLOSE || op == EU_WS_DROP) {
+  if (op == EU_WS_CLOSE || op == EU_WS_DROP || op == EU_WS_ERROR) {
     /* the socket is closed; its attachment goes with it, the handler still runs */
     char *reason = dupmem(data, len);
     s->state = EU_WS_CLOSED;

@@ -222,7 +222,7 @@ int eu_world_slot_take(eu_world *w, int slot, char **data, size_t *len);
  * reason, wasClean) for its close, each an invocation of its own. What the
  * object sends leaves when the turn that sent it commits (the output
  * gate), and is dropped with a turn that raises. */
-enum { EU_WS_TEXT = 1, EU_WS_BINARY, EU_WS_CLOSE, EU_WS_DROP };
+enum { EU_WS_TEXT = 1, EU_WS_BINARY, EU_WS_CLOSE, EU_WS_DROP, EU_WS_ERROR };
 #define EU_WS_MAX_PER_OBJECT 32768   /* Cloudflare's limit of hibernatable sockets per object */
 #define EU_WS_MAX_TAGS 10
 #define EU_WS_MAX_TAG 256
@@ -242,9 +242,11 @@ int eu_ws_record_get(const char **p, size_t *n, int *op, int *code, int64_t *at,
 int eu_world_ws_connect(eu_world *w, int64_t sock, const char *client, const char *script, size_t len,
                         char *err, size_t errlen);
 /* A client's message (EU_WS_TEXT, EU_WS_BINARY), its close frame
- * (EU_WS_CLOSE with code, reason in data) or its going without one
- * (EU_WS_DROP, which the object sees as code 1006). EU_EINVAL for a socket
- * that is not open. */
+ * (EU_WS_CLOSE with code, reason in data), its going without one
+ * (EU_WS_DROP, which the object sees as code 1006), or an error on the
+ * connection (EU_WS_ERROR: the host closed it with code, the message in
+ * data; the object sees webSocketError(ws, message)). EU_EINVAL for a
+ * socket that is not open. */
 int eu_world_ws_client(eu_world *w, int64_t sock, int op, int code, const char *data, size_t len);
 /* What the world knows of sock, for a client it keeps (no opts.ws_out):
  * got, the records it received (op, code, data; at is the virtual time). */

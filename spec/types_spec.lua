@@ -145,7 +145,7 @@ describe("the LuaLS annotations in types/", function()
     -- loading (set while a scenario loads) are not in the tables compared
     local hooks = {
       ["eutaxy.DurableObject"] = { init = true, alarm = true, fetch = true, ctx = true, env = true, super = true,
-                                   webSocketMessage = true, webSocketClose = true },
+                                   webSocketMessage = true, webSocketClose = true, webSocketError = true },
       -- set on a 101 response only
       ["eutaxy.Response"] = { webSocket = true },
       ["eutaxy.FanoutMessage"] = { id = true, deliveryId = true, target = true, body = true, attempt = true,

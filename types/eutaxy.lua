@@ -207,6 +207,13 @@ function DurableObject:webSocketMessage(ws, message, isBinary) end
 ---@param wasClean boolean
 function DurableObject:webSocketClose(ws, code, reason, wasClean) end
 
+--- Optional: the connection failed (under serve, a protocol error or a
+--- message over the size limit: the host closed it with 1002 or 1009). The
+--- socket is closed; webSocketClose is not called after it.
+---@param ws eutaxy.WebSocket
+---@param err eutaxy.Error
+function DurableObject:webSocketError(ws, err) end
+
 --- One end of a WebSocketPair.
 ---@class eutaxy.WebSocket
 ---@field readyState integer 0 connecting, 1 open, 2 closing, 3 closed

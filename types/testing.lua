@@ -110,6 +110,12 @@ function WebSocketClient:close(code, reason) end
 --- Goes without a close frame: the object sees 1006.
 ---@return boolean
 function WebSocketClient:drop() end
+--- The connection fails as a protocol error would (serve closes it with
+--- code, 1002 by default): the object sees webSocketError(ws, error).
+---@param message? string
+---@param code? integer
+---@return boolean
+function WebSocketClient:error(message, code) end
 --- Everything received: { type = "text"|"binary", data, at } and { type = "close"|"drop", code, reason, at }.
 ---@return table[]
 function WebSocketClient:received() end

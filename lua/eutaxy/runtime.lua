@@ -343,15 +343,21 @@ function runtime.boot(role, entry, bindings, binding, hex, name, vars)
       end
       return http.to_wire(response)
     elseif kind == "ws" then
-      -- a client's message (id, message, isBinary) or close (id, code, reason, wasClean)
-      local sock = websocket.server_end((...))
-      if select("#", ...) == 3 then
+      -- a client's message (id, "message", message, isBinary), close
+      -- (id, "close", code, reason, wasClean) or error (id, "error", message)
+      local id, what = ...
+      local sock = websocket.server_end(id)
+      if what == "message" then
         if type(instance.webSocketMessage) ~= "function" then
           error(errors.new("TypeError", class_name .. " accepted a WebSocket but has no webSocketMessage(ws, message) method"), 0)
         end
-        instance:webSocketMessage(sock, select(2, ...))
+        instance:webSocketMessage(sock, select(3, ...))
+      elseif what == "error" then
+        if type(instance.webSocketError) == "function" then
+          instance:webSocketError(sock, errors.new("Error", (select(3, ...))))
+        end
       elseif type(instance.webSocketClose) == "function" then
-        instance:webSocketClose(sock, select(2, ...))
+        instance:webSocketClose(sock, select(3, ...))
       end
       return
     elseif kind == "run" then

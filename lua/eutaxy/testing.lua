@@ -199,6 +199,12 @@ function Client:drop()
   return self._w:ws_client(self._sock, "drop")
 end
 
+--- The connection fails as a protocol error would (serve closes it with
+-- code, 1002 by default): the object sees webSocketError(ws, error).
+function Client:error(message, code)
+  return self._w:ws_client(self._sock, "error", code or 1002, message or "protocol error")
+end
+
 --- Everything received so far: { type = "text"|"binary", data } and
 -- { type = "close"|"drop", code, reason }, each with `at`, virtual ms since the start.
 function Client:received()
