@@ -478,6 +478,10 @@ static int is_safe_text(const char *s, size_t n) {
   return 1;
 }
 
+int eu_http_header_ok(const eu_http_header *h) {
+  return is_token(h->name, h->name_len) && is_safe_text(h->value, h->value_len);
+}
+
 static int name_is(const eu_http_header *h, const char *name) {
   return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
 }
@@ -493,9 +497,7 @@ int eu_http_write_response(eu_buf *out, int status, const char *reason,
   if (!reason) reason = eu_http_reason(status);
   if (!is_safe_text(reason, strlen(reason))) return EU_EINVAL;
   for (i = 0; i < nheaders; i++)
-    if (!is_token(headers[i].name, headers[i].name_len) ||
-        !is_safe_text(headers[i].value, headers[i].value_len))
-      return EU_EINVAL;
+    if (!eu_http_header_ok(&headers[i])) return EU_EINVAL;
   rc = eu_buf_printf(out, "HTTP/1.1 %d %s\r\n", status, reason);
   for (i = 0; rc == EU_OK && i < nheaders; i++) {
     const eu_http_header *h = &headers[i];

@@ -100,6 +100,10 @@ const char *eu_http_header_get(const eu_http_request *req, const char *name);
 /* The standard reason phrase of a status, or "" for one it does not know. */
 const char *eu_http_reason(int status);
 
+/* 1 when a header can be written in a response: its name a token (RFC
+ * 9110), its value free of CR, LF and NUL, which could end it early. */
+int eu_http_header_ok(const eu_http_header *h);
+
 /* Appends one response to out: "HTTP/1.1 <status> <reason>", the caller's
  * headers in order, Content-Length, "Connection: close" unless keep_alive,
  * a blank line and the body. reason NULL takes the standard phrase. The

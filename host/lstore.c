@@ -29,6 +29,7 @@
 #include "clone.h"
 #include "eutaxy.h"
 #include "lstore.h"
+#include "utf8.h"
 
 typedef struct eu_lstate {
   eu_store *s;
@@ -69,34 +70,6 @@ static int protect(lua_State *L, lua_CFunction fn, void *ud, int idx, int nresul
   lua_pushlightuserdata(L, ud);
   lua_pushvalue(L, idx);
   return lua_pcall(L, 2, nresults, 0);
-}
-
-/* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing past
- * U+10FFFF. */
-static int utf8_valid(const unsigned char *p, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    unsigned c = p[i];
-    size_t len, k;
-    unsigned lo = 0x80, hi = 0xbf;
-    if (c < 0x80) { i++; continue; }
-    if (c >= 0xc2 && c <= 0xdf) len = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-      len = 3;
-      if (c == 0xe0) lo = 0xa0;
-      if (c == 0xed) hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      len = 4;
-      if (c == 0xf0) lo = 0x90;
-      if (c == 0xf4) hi = 0x8f;
-    } else return 0;
-    if (n - i < len) return 0;
-    if (p[i + 1] < lo || p[i + 1] > hi) return 0;
-    for (k = 2; k < len; k++)
-      if (p[i + k] < 0x80 || p[i + k] > 0xbf) return 0;
-    i += len;
-  }
-  return 1;
 }
 
 /* sql:exec */
@@ -184,7 +157,7 @@ static int bind_arg(lua_State *L, sqlite3_stmt *st, int i, int idx) {
   case LUA_TSTRING:
     /* The argument stays on the stack until the statement is reset. */
     p = lua_tolstring(L, idx, &n);
-    if (utf8_valid((const unsigned char *)p, n))
+    if (eu_utf8_valid(p, n))
       return sqlite3_bind_text64(st, i, p, n, SQLITE_STATIC, SQLITE_UTF8);
     return sqlite3_bind_blob64(st, i, p, n, SQLITE_STATIC);
   default:
