@@ -52,6 +52,8 @@ struct eu_http_conn {
   int code;           /* 0, or the negative code every feed returns from now on */
   int status;         /* the status to answer a failed connection with */
   const char *reason;
+  int taken;          /* an upgrade took the connection over: bytes go to rest */
+  eu_buf rest;
 };
 
 /* Marks the connection failed; returns 1 so a parser callback can return it. */
@@ -328,6 +330,10 @@ static int deliver(eu_http_conn *c, eu_http_on_request on_request, void *ud) {
   r.http_minor = c->p.http_minor;
   r.keep_alive = c->keep_alive;
   rc = on_request(ud, &r);
+  if (rc == EU_HTTP_TAKEN && c->p.upgrade) {
+    reset_request(c);
+    return rc;
+  }
   if (rc != 0) {
     fail(c, rc < 0 ? rc : EU_EINVAL, 500, "request handler failed");
     return c->code;
@@ -359,6 +365,7 @@ void eu_http_conn_free(eu_http_conn *c) {
   eu_buf_free(&c->url);
   eu_buf_free(&c->strs);
   eu_buf_free(&c->body);
+  eu_buf_free(&c->rest);
   free(c->spans);
   free(c->hdrs);
   free(c);
@@ -367,6 +374,10 @@ void eu_http_conn_free(eu_http_conn *c) {
 int eu_http_feed(eu_http_conn *c, const char *data, size_t len,
                  eu_http_on_request on_request, void *ud) {
   if (c->code) return c->code;
+  if (c->taken) {
+    if (len && eu_buf_put(&c->rest, data, len) != EU_OK) nomem(c);
+    return c->code;
+  }
   while (len > 0 && !c->closing) {
     size_t n = http_parser_execute(&c->p, &settings, data, len);
     enum http_errno e = HTTP_PARSER_ERRNO(&c->p);
@@ -377,6 +388,11 @@ int eu_http_feed(eu_http_conn *c, const char *data, size_t len,
       http_parser_pause(&c->p, 0);
       if (!c->ready) continue;
       rc = deliver(c, on_request, ud);
+      if (rc == EU_HTTP_TAKEN && c->p.upgrade) {
+        c->taken = 1;
+        if (len && eu_buf_put(&c->rest, data, len) != EU_OK) nomem(c);
+        return c->code;
+      }
       if (rc != 0) return rc;
       if (c->p.upgrade) {
         /* The server speaks no other protocol: an Upgrade is ignored and
@@ -403,6 +419,10 @@ int eu_http_feed(eu_http_conn *c, const char *data, size_t len,
 int eu_http_conn_error(const eu_http_conn *c, const char **reason) {
   if (reason) *reason = c->code ? c->reason : NULL;
   return c->code ? c->status : 0;
+}
+
+eu_buf *eu_http_conn_rest(eu_http_conn *c) {
+  return c->taken ? &c->rest : NULL;
 }
 
 int eu_http_conn_busy(const eu_http_conn *c) {

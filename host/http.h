@@ -64,9 +64,16 @@ typedef struct eu_http_request {
 } eu_http_request;
 
 /* Called for each complete request. Returns 0 to go on; anything else stops
- * the feed, which returns that value, and fails the connection (500). It
- * must not feed or free the connection. */
+ * the feed, which returns that value, and fails the connection (500), but
+ * EU_HTTP_TAKEN. It must not feed or free the connection. */
 typedef int (*eu_http_on_request)(void *ud, const eu_http_request *req);
+
+/* What on_request returns for a request with an Upgrade header that may
+ * take the connection over (a WebSocket upgrade): no more requests are
+ * read, and the bytes after it, those of later feeds too, are kept for the
+ * new protocol (eu_http_conn_rest). For a request without Upgrade it is an
+ * error as any other value is. */
+#define EU_HTTP_TAKEN 1
 
 typedef struct eu_http_conn eu_http_conn;
 
@@ -81,6 +88,10 @@ void eu_http_conn_free(eu_http_conn *c);
  * a request that does not keep the connection alive are ignored. */
 int eu_http_feed(eu_http_conn *c, const char *data, size_t len,
                  eu_http_on_request on_request, void *ud);
+
+/* The bytes after a request on_request took the connection over with, or
+ * NULL when none did: the caller may take them (and reset the buffer). */
+eu_buf *eu_http_conn_rest(eu_http_conn *c);
 
 /* The status to answer a failed connection with (400, 413, 431, 500, 505),
  * or 0 when it has not failed; *reason (if not NULL) gets a short reason. */

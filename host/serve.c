@@ -49,6 +49,17 @@
  * back. Its result resumes the waiting invocation as a Response or an
  * error value.
  *
+ * WebSockets: a request asking for a WebSocket upgrade (ws.c checks its
+ * handshake; a bad one is refused here with 400 or 426) takes the
+ * connection over from HTTP, and goes to the worker as any request does.
+ * If the answer is 101 with a socket an object accepted, the 101 head
+ * leaves, the connection speaks RFC 6455 from then on (ws.c), and the
+ * socket is the world's (world.h): the client's messages and close go to
+ * it, and what objects send comes back through ws_out. What an object
+ * sends is held, as an answer is, until the commits made before it are
+ * durable. An object that hibernates is evicted as any idle one is; its
+ * sockets stay open here. A restart closes every socket with 1012.
+ *
  * This file must not reach into the world's internals or parse HTTP itself.
  */
 #include <dirent.h>
@@ -73,6 +84,7 @@
 #include "eutaxy.h"
 #include "http.h"
 #include "outbound.h"
+#include "ws.h"
 #include "prng.h"
 #include "serve.h"
 #include "store.h"
@@ -129,6 +141,11 @@ typedef struct pending {
   uint64_t t0;              /* uv_hrtime at arrival */
   char *direct;             /* an answer the server makes itself (the test clock's), or NULL */
   int direct_status;
+  char *raw;                /* a whole response made here (a refused WebSocket handshake), or NULL */
+  size_t raw_len;
+  char *ws_head;            /* a WebSocket upgrade's 101 head, sent if the worker answers 101 */
+  size_t ws_head_len;
+  int64_t sock;             /* set by respond: the 101's socket, which the connection becomes */
   struct pending *next;
 } pending;
 
@@ -147,6 +164,12 @@ typedef struct conn {
   const char *timed_out;    /* why the connection failed with 408 */
   uint64_t busy_since;      /* loop time a request began arriving; 0 between requests */
   uint64_t last_io;         /* loop time of the last read or write */
+  /* A WebSocket: its layer, the world's socket, and whether the world
+   * still has it open (it must hear of the connection's end) */
+  eu_ws_conn *ws;
+  int64_t sock;
+  int ws_open;
+  int ws_closing;           /* our close frame is out: the peer's close, or the timer, ends it */
   struct conn *prev, *next;
 } conn;
 
@@ -205,12 +228,25 @@ struct server {
   int syncs_in_flight;
   eu_outbound *out;         /* outbound fetches; made at the first */
   outgoing *outgoing;       /* held or sent, oldest first */
+  /* WebSockets: connections by socket id (id - 1), and what objects sent,
+   * held until durable: records (world.h) each after its socket and the
+   * commits it needs, in the order sent */
+  conn **ws_conns;
+  int capws;
+  eu_buf ws_held;
+  size_t ws_held_off;       /* what of ws_held is sent */
+  uint64_t nws;             /* clients connected: their labels */
+  int64_t swept_clock;      /* --test-clock's time at the last eviction */
   int64_t last_emfile;
   char rbuf[64 * 1024];
 };
 
 static void pump(server *s);
 static void request_pump(server *s);
+static void close_conn(struct conn *c);
+static void write_ws(struct conn *c);
+static void feed_ws(struct conn *c, const char *p, size_t n);
+static void send_ws_held(server *s);
 static void catch_up(server *s);
 static void arm_timer(conn *c);
 
@@ -751,10 +787,36 @@ static int clock_request(server *s, const eu_http_request *req, pending *p) {
   return p->direct ? EU_OK : EU_ENOMEM;
 }
 
+/* A request for a WebSocket: "Upgrade: websocket", in any case. */
+static int wants_websocket(const eu_http_request *req) {
+  const char *u = eu_http_header_get(req, "upgrade");
+  return u && strcasecmp(u, "websocket") == 0;
+}
+
+/* A WebSocket upgrade takes the connection over (EU_HTTP_TAKEN): a bad
+ * handshake is refused here, with the whole response ws.c made; a good one
+ * goes to the worker, with the 101 head kept for its answer. */
+static int websocket_request(server *s, const eu_http_request *req, pending *p) {
+  eu_buf head;
+  char err[EU_ERRLEN];
+  int status = 0;
+  eu_buf_init(&head);
+  if (eu_ws_handshake(req, NULL, 0, &head, &status, err, sizeof err) == EU_OK && status == 101) {
+    p->ws_head = eu_buf_take(&head, &p->ws_head_len);
+    return p->ws_head != NULL;
+  }
+  if (!s->o.quiet) fprintf(stderr, "eutaxy serve: %s %s: %s\n", req->method, p->path, err);
+  p->raw = eu_buf_take(&head, &p->raw_len);
+  p->direct_status = status ? status : 500;
+  p->keep_alive = 0;
+  return 0;
+}
+
 static int on_request(void *ud, const eu_http_request *req) {
   conn *c = ud;
   server *s = c->srv;
   pending *p = calloc(1, sizeof *p);
+  int upgrade = wants_websocket(req);
   char *payload = NULL, label[32];
   size_t len = 0, plen = req->path_len < EU_SERVE_LOG_PATH ? req->path_len : EU_SERVE_LOG_PATH;
   if (!p || !(p->path = malloc(plen + 1))) {
@@ -770,12 +832,12 @@ static int on_request(void *ud, const eu_http_request *req) {
   snprintf(label, sizeof label, "req-%" PRIu64, ++s->nrequests);
   if (s->o.test_clock && req->path_len == 15 && memcmp(req->path, "/__eutaxy/clock", 15) == 0)
     clock_request(s, req, p);
-  else if (encode_request(s, req, &payload, &len) == EU_OK)
+  else if ((!upgrade || websocket_request(s, req, p)) && encode_request(s, req, &payload, &len) == EU_OK)
     p->slot = eu_world_submit(s->w, EU_CALL_FETCH, NULL, "fetch", payload, len, label, 1);
   if (c->tail) c->tail->next = p;
   else c->head = p;
   c->tail = p;
-  return 0;
+  return upgrade ? EU_HTTP_TAKEN : 0;
 }
 
 /* L: [1] the answer's bytes (a string). Returns status, reason, body, then the header pairs. */
@@ -812,10 +874,15 @@ static int read_answer(lua_State *L) {
     lua_pushliteral(L, "");
   }
   lua_getfield(L, base + 2, "headers");
-  nh = lua_istable(L, -1) ? lua_rawlen(L, -1) : 0;
+  lua_getfield(L, base + 2, "webSocket");
+  if (!lua_isinteger(L, -1)) {
+    lua_pop(L, 1);
+    lua_pushnil(L);
+  }
+  nh = lua_istable(L, -2) ? lua_rawlen(L, -2) : 0;
   luaL_checkstack(L, (int)(2 * nh + 4), "too many response headers");
   for (i = 1; i <= nh; i++) {
-    int t = lua_gettop(L) - (int)(2 * (i - 1));
+    int t = lua_gettop(L) - 1 - (int)(2 * (i - 1));
     lua_rawgeti(L, t, (lua_Integer)i);
     if (!lua_istable(L, -1)) return luaL_error(L, "a response header is not a pair");
     lua_rawgeti(L, -1, 1);
@@ -823,7 +890,7 @@ static int read_answer(lua_State *L) {
     lua_remove(L, -3);
     if (!lua_isstring(L, -2) || !lua_isstring(L, -1)) return luaL_error(L, "a response header is not a pair of strings");
   }
-  return 4 + (int)(2 * nh);  /* status, reason, body, headers table, then the pairs */
+  return 5 + (int)(2 * nh);  /* status, reason, body, headers table, webSocket, then the pairs */
 }
 
 static void log_request(server *s, pending *p, int status) {
@@ -841,6 +908,9 @@ static int respond(server *s, pending *p, eu_buf *out, int keep) {
   char *data = NULL;
   size_t len = 0, before = out->n;
   int status = 500;
+  if (p->raw) {
+    if (eu_buf_put(out, p->raw, p->raw_len) == EU_OK) return p->direct_status;
+  }
   if (p->direct) {
     static const eu_http_header json = { "content-type", 12, "application/json", 16 };
     eu_http_write_response(out, p->direct_status, NULL, p->direct_status == 200 ? &json : &text, 1, p->direct,
@@ -867,14 +937,29 @@ static int respond(server *s, pending *p, eu_buf *out, int keep) {
       fprintf(stderr, "eutaxy serve: %s %s: %s\n", p->method, p->path,
               lua_tostring(L, -1) ? lua_tostring(L, -1) : "error");
     } else {
-      int n = lua_gettop(L), i, nh = (n - 4) / 2, rc;
-      eu_http_header *hs = calloc((size_t)(nh ? nh : 1), sizeof *hs);
+      int n = lua_gettop(L), i, nh = (n - 5) / 2, rc;
+      eu_http_header *hs;
       const char *body;
       size_t blen;
+      if (lua_tointeger(L, 1) == 101) {
+        /* the worker took the upgrade: the connection becomes the socket */
+        if (p->ws_head && lua_isinteger(L, 5) && eu_buf_put(out, p->ws_head, p->ws_head_len) == EU_OK) {
+          p->sock = (int64_t)lua_tointeger(L, 5);
+          lua_settop(L, 0);
+          return 101;
+        }
+        fprintf(stderr, "eutaxy serve: %s %s: fetch answered 101 %s\n", p->method, p->path,
+                p->ws_head ? "without a webSocket" : "to a request that asked for no WebSocket upgrade");
+        lua_settop(L, 0);
+        out->n = before;
+        eu_http_write_response(out, 500, NULL, &text, 1, isr, p->head ? 0 : sizeof isr - 1, keep);
+        return 500;
+      }
+      hs = calloc((size_t)(nh ? nh : 1), sizeof *hs);
       if (hs) {
         for (i = 0; i < nh; i++) {
-          hs[i].name = lua_tolstring(L, 5 + 2 * i, &hs[i].name_len);
-          hs[i].value = lua_tolstring(L, 6 + 2 * i, &hs[i].value_len);
+          hs[i].name = lua_tolstring(L, 6 + 2 * i, &hs[i].name_len);
+          hs[i].value = lua_tolstring(L, 7 + 2 * i, &hs[i].value_len);
         }
         body = lua_tolstring(L, 3, &blen);
         status = (int)lua_tointeger(L, 1);
@@ -1151,6 +1236,8 @@ static void drop_pending(conn *c) {
     if (p->slot) add_orphan(c->srv, p->slot);
     free(p->path);
     free(p->direct);
+    free(p->raw);
+    free(p->ws_head);
     free(p);
   }
   c->head = c->tail = NULL;
@@ -1168,6 +1255,7 @@ static void on_conn_closed(uv_handle_t *h) {
   if (c->next) c->next->prev = c->prev;
   s->nconns--;
   eu_http_conn_free(c->http);
+  eu_ws_conn_free(c->ws);
   free(c);
   if (s->accept_waiting && !s->stopping && s->nconns < s->max_conns) {
     s->accept_waiting = 0;
@@ -1179,6 +1267,13 @@ static void on_conn_closed(uv_handle_t *h) {
 static void close_conn(conn *c) {
   if (c->closing) return;
   c->closing = 1;
+  if (c->ws) {
+    server *s = c->srv;
+    if (c->ws_open) eu_world_ws_client(s->w, c->sock, EU_WS_DROP, 1006, NULL, 0);
+    c->ws_open = 0;
+    if (c->sock >= 1 && c->sock <= s->capws && s->ws_conns[c->sock - 1] == c) s->ws_conns[c->sock - 1] = NULL;
+    request_pump(s);
+  }
   drop_pending(c);
   uv_close((uv_handle_t *)&c->timer, on_conn_closed);
   uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
@@ -1218,23 +1313,168 @@ static void send_buf(conn *c, eu_buf *out) {
   c->nwrites++;
 }
 
+/* ---- WebSockets --------------------------------------------------------- */
+
+/* Writes what the layer has for c; closes c once it is done and written. */
+static void write_ws(conn *c) {
+  eu_buf *out = eu_ws_output(c->ws);
+  send_buf(c, out);
+  if (eu_ws_done(c->ws)) c->close_after = 1;
+  if (!c->closing && c->close_after && c->nwrites == 0) close_conn(c);
+  else arm_timer(c);
+}
+
+static int on_ws_message(void *ud, int binary, const char *data, size_t len) {
+  conn *c = ud;
+  /* once our close frame is out, what still comes is dropped, as a browser does */
+  if (c->ws_open && !c->ws_closing)
+    eu_world_ws_client(c->srv->w, c->sock, binary ? EU_WS_BINARY : EU_WS_TEXT, 0, data, len);
+  return 0;
+}
+
+static void on_ws_closed(void *ud, int code, const char *reason, size_t len) {
+  conn *c = ud;
+  if (c->ws_open) eu_world_ws_client(c->srv->w, c->sock, EU_WS_CLOSE, code, reason, len);
+  c->ws_open = 0;
+}
+
+/* Feeds what arrived; a protocol error closes the connection (1002, 1007,
+ * 1009) and reaches the object as webSocketError. */
+static void feed_ws(conn *c, const char *p, size_t n) {
+  if (eu_ws_feed(c->ws, p, n) < 0 && c->ws_open) {
+    const char *why = NULL;
+    int code = eu_ws_conn_error(c->ws, &why);
+    if (!why) why = "the connection failed";
+    eu_world_ws_client(c->srv->w, c->sock, EU_WS_ERROR, code, why, strlen(why));
+    c->ws_open = 0;
+  }
+  write_ws(c);
+}
+
+/* The connection of c's 101 becomes socket sock. */
+static void become_websocket(conn *c, int64_t sock) {
+  static const eu_ws_callbacks cb = { on_ws_message, on_ws_closed };
+  server *s = c->srv;
+  char err[EU_ERRLEN], label[32];
+  eu_buf *rest;
+  if (c->closing) return;
+  if (sock > s->capws) {
+    int cap = s->capws ? s->capws : 64;
+    conn **a;
+    while (cap < sock) cap *= 2;
+    if (!(a = realloc(s->ws_conns, (size_t)cap * sizeof *a))) {
+      close_conn(c);
+      return;
+    }
+    memset(a + s->capws, 0, (size_t)(cap - s->capws) * sizeof *a);
+    s->ws_conns = a;
+    s->capws = cap;
+  }
+  if (eu_ws_conn_new(&c->ws, s->o.ws_max_message, &cb, c) != EU_OK) {
+    close_conn(c);
+    return;
+  }
+  c->sock = sock;
+  s->ws_conns[sock - 1] = c;
+  snprintf(label, sizeof label, "ws-%" PRIu64, ++s->nws);
+  if (eu_world_ws_connect(s->w, sock, label, NULL, 0, err, sizeof err) != EU_OK) {
+    fprintf(stderr, "eutaxy serve: %s\n", err);
+    close_conn(c);
+    return;
+  }
+  c->ws_open = 1;
+  /* what the client sent right after its upgrade request */
+  rest = eu_http_conn_rest(c->http);
+  if (rest && rest->n) feed_ws(c, rest->p, rest->n);
+  else arm_timer(c);
+  /* HTTP is over on this connection: its parser's buffers go */
+  eu_http_conn_free(c->http);
+  c->http = NULL;
+  request_pump(s);  /* what the object sent before the client came leaves in the next pump */
+}
+
+/* The world's ws_out: what an object sent, held until durable. */
+static void on_ws_out(void *ud, int64_t sock, int op, int code, const char *data, size_t len) {
+  server *s = ud;
+  uint64_t need = s->written;
+  if (eu_buf_put(&s->ws_held, &sock, sizeof sock) != EU_OK || eu_buf_put(&s->ws_held, &need, sizeof need) != EU_OK ||
+      eu_ws_record_put(&s->ws_held, op, code, 0, data, len) != EU_OK)
+    fprintf(stderr, "eutaxy serve: out of memory: a WebSocket message of %zu bytes is dropped\n", len);
+}
+
+static void deliver_ws(server *s, int64_t sock, int op, int code, const char *data, size_t len) {
+  conn *c = sock >= 1 && sock <= s->capws ? s->ws_conns[sock - 1] : NULL;
+  char err[EU_ERRLEN];
+  if (!c || c->closing) return;
+  if (op == EU_WS_DROP) {
+    c->ws_open = 0;  /* the object was reset: the world knows */
+    close_conn(c);
+    return;
+  }
+  if (op == EU_WS_CLOSE) {
+    if (eu_ws_close(c->ws, code, data, len, err, sizeof err) != EU_OK)
+      fprintf(stderr, "eutaxy serve: WebSocket %" PRId64 ": %s\n", sock, err);
+    c->ws_closing = 1;
+  } else if (!c->ws_closing && eu_ws_send(c->ws, op == EU_WS_BINARY, data, len, err, sizeof err) != EU_OK) {
+    fprintf(stderr, "eutaxy serve: WebSocket %" PRId64 ": %s\n", sock, err);
+  }
+  write_ws(c);
+}
+
+/* Sends, in order, what objects sent whose commits are durable now. */
+static void send_ws_held(server *s) {
+  const char *p = s->ws_held.p + s->ws_held_off, *data;
+  size_t n = s->ws_held.n - s->ws_held_off, len;
+  int op, code;
+  int64_t sock, at;
+  uint64_t need;
+  while (n >= 16) {
+    const char *rec = p;
+    size_t left;
+    memcpy(&sock, p, 8);
+    memcpy(&need, p + 8, 8);
+    if (s->durable < need && !s->failed) break;
+    p += 16;
+    left = n - 16;
+    if (!eu_ws_record_get(&p, &left, &op, &code, &at, &data, &len)) break;
+    n = left;
+    s->ws_held_off += (size_t)(p - rec);
+    /* after a failed sync nothing may leave that could tell of lost writes */
+    if (!s->failed) deliver_ws(s, sock, op, code, data, len);
+  }
+  if (s->ws_held_off == s->ws_held.n) {
+    s->ws_held.n = 0;
+    s->ws_held_off = 0;
+  }
+}
+
 /* Answers, in order, every request at the head of the queue that is ready. */
 static void flush_conn(conn *c) {
   server *s = c->srv;
   eu_buf out;
-  if (c->closing) return;
+  if (c->closing || c->ws) return;
   eu_buf_init(&out);
   while (c->head && ready(s, c->head)) {
     pending *p = c->head;
-    int keep = p->keep_alive && !s->stopping && !s->failed &&
+    /* after an upgrade request the connection is no HTTP one any more */
+    int keep = p->keep_alive && !s->stopping && !s->failed && !p->ws_head && !p->raw &&
                !(p->next == NULL && (c->eof || c->failed_status));
     int status = respond(s, p, &out, keep);
+    int64_t sock = p->sock;
     log_request(s, p, status);
     c->head = p->next;
     if (!c->head) c->tail = NULL;
     free(p->path);
     free(p->direct);
+    free(p->raw);
+    free(p->ws_head);
     free(p);
+    if (sock) {
+      send_buf(c, &out);
+      eu_buf_free(&out);
+      become_websocket(c, sock);
+      return;
+    }
     if (!keep) {
       c->close_after = 1;
       drop_pending(c);
@@ -1261,6 +1501,10 @@ static void flush_conn(conn *c) {
 static void on_conn_timer(uv_timer_t *t) {
   conn *c = t->data;
   if (c->closing) return;
+  if (c->ws) {
+    close_conn(c);  /* our close frame went unanswered */
+    return;
+  }
   if (c->busy_since && !c->failed_status) {
     /* A request began and did not arrive whole in time: 408, then close. */
     c->failed_status = 408;
@@ -1279,6 +1523,14 @@ static void arm_timer(conn *c) {
   server *s = c->srv;
   uint64_t now = uv_now(&s->loop), deadline;
   if (c->closing) return;
+  if (c->ws) {
+    /* a socket stays open while its object sleeps: only a close handshake times out */
+    if (c->ws_closing && !uv_is_active((uv_handle_t *)&c->timer))
+      uv_timer_start(&c->timer, on_conn_timer, s->o.header_timeout_ms, 0);
+    else if (!c->ws_closing)
+      uv_timer_stop(&c->timer);
+    return;
+  }
   if (c->failed_status || c->head || c->nwrites) {
     uv_timer_stop(&c->timer);
     return;
@@ -1305,6 +1557,17 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   conn *c = stream->data;
   server *s = c->srv;
+  if (c->ws) {
+    if (nread > 0 && !c->closing) {
+      c->last_io = uv_now(&s->loop);
+      catch_up(s);
+      feed_ws(c, buf->base, (size_t)nread);
+    } else if (nread < 0) {
+      close_conn(c);  /* gone without a close frame: the object hears 1006 */
+    }
+    request_pump(s);
+    return;
+  }
   if (nread > 0 && !c->failed_status && !c->closing) {
     int rc, was_busy = eu_http_conn_busy(c->http);
     uint64_t before = s->nrequests;
@@ -1478,8 +1741,18 @@ static void begin_stop(server *s) {
   if (s->stopping) return;
   s->stopping = 1;
   if (s->listening) close_handle_if_open((uv_handle_t *)&s->listener);
-  for (c = s->conns; c; c = c->next)
-    if (!c->closing) uv_read_stop((uv_stream_t *)&c->tcp);
+  for (c = s->conns; c; c = c->next) {
+    if (c->closing) continue;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    if (c->ws) {
+      /* as a deploy does: the client may come back */
+      char err[EU_ERRLEN];
+      c->ws_open = 0;
+      eu_ws_close(c->ws, 1012, "service restart", 15, err, sizeof err);
+      c->close_after = 1;
+      write_ws(c);
+    }
+  }
 }
 
 /* Advances the world to now, syncs, sends what is ready, evicts, and sleeps
@@ -1489,9 +1762,15 @@ static void pump(server *s) {
   conn *c, *cnext;
   int i;
   catch_up(s);
+  if (s->o.test_clock && s->swept_clock != s->clock) {
+    /* a test clock moved: what it made idle goes now, not at the next sweep */
+    s->swept_clock = s->clock;
+    if (s->o.evict_after_ms > 0) evict(s, 0);
+  }
   commit_batches(s);
   start_sync(s);
   send_held(s);
+  send_ws_held(s);
   for (c = s->conns; c; c = cnext) {
     cnext = c->next;
     flush_conn(c);
@@ -1563,6 +1842,8 @@ static int start(server *s, char *err, size_t errlen) {
   wo.mem_limit = s->o.mem_limit;
   wo.max_object_bytes = s->o.max_object_bytes;
   wo.outbound = on_outbound;
+  wo.ws_out = on_ws_out;
+  wo.ws_ud = s;
   wo.outbound_ud = s;
   if ((rc = mkdir_p(s->state, err, errlen)) != EU_OK) return rc;
   if ((s->dirfd = open(s->state, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
@@ -1683,6 +1964,8 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
   free(s->stores);
   if (s->dirfd >= 0) close(s->dirfd);
   free(s->orphans);
+  free(s->ws_conns);
+  eu_buf_free(&s->ws_held);
   lua_close(s->L);
   free(s);
   return rc;
@@ -1752,6 +2035,7 @@ static int l_serve(lua_State *L) {
   o.fetch_timeout_ms = opt_int(L, "fetch_timeout_ms", 0, INT64_C(1) << 40);
   o.fetch_max_bytes = (size_t)opt_int(L, "fetch_max_bytes", 0, EU_SERVE_FETCH_MAX_BYTES);
   o.ca_file = field_str(L, "ca_file");
+  o.ws_max_message = (size_t)opt_int(L, "ws_max_message", 0, EU_WS_MAX_MESSAGE);
   if (!o.entry || !o.libdir) return luaL_error(L, "core.serve: entry and libdir are required");
   if (o.port < 0 || o.port > 65535) return luaL_error(L, "core.serve: port must be within 0..65535");
   lua_getfield(L, 1, "bindings");  /* 2 */

@@ -45,6 +45,7 @@ typedef struct eu_serve_opts {
   int64_t fetch_timeout_ms; /* an outbound eutaxy.fetch's whole exchange; 0: the default (30 s) */
   size_t fetch_max_bytes;   /* of an outbound fetch's response body; 0: the default (16 MiB) */
   const char *ca_file;      /* PEM certificates of CAs outbound fetches trust besides the system's */
+  size_t ws_max_message;    /* the largest WebSocket message a client may send; 0: the default (32 MiB) */
 } eu_serve_opts;
 
 #define EU_SERVE_MAX_RESIDENT 1000

@@ -268,6 +268,34 @@ static void test_an_upgrade_is_ignored_and_http_goes_on(void) {
   free(t);
 }
 
+static int take_upgrade(void *ud, const eu_http_request *r) {
+  int *n = ud;
+  (*n)++;
+  return eu_http_header_get(r, "upgrade") ? EU_HTTP_TAKEN : 0;
+}
+
+/* A request taken over keeps every byte after it, in any split, for the new protocol. */
+static void test_an_upgrade_taken_over_keeps_the_bytes_after_it(void) {
+  static const char in[] = "GET /a HTTP/1.1\r\n\r\nGET /ws HTTP/1.1\r\nConnection: Upgrade\r\n"
+                           "Upgrade: websocket\r\n\r\n\x81\x85" "abcdGET / HTTP/1.1\r\n\r\n";
+  size_t split, head = strlen("GET /a HTTP/1.1\r\n\r\nGET /ws HTTP/1.1\r\nConnection: Upgrade\r\n"
+                              "Upgrade: websocket\r\n\r\n");
+  for (split = 0; split < sizeof in - 1; split++) {
+    eu_http_conn *c;
+    eu_buf *rest;
+    int n = 0;
+    ASSERT_OK(eu_http_conn_new(&c, NULL));
+    ASSERT_OK(eu_http_feed(c, in, split, take_upgrade, &n));
+    ASSERT_OK(eu_http_feed(c, in + split, sizeof in - 1 - split, take_upgrade, &n));
+    ASSERT_EQ(n, 2);
+    rest = eu_http_conn_rest(c);
+    ASSERT(rest != NULL);
+    ASSERT_EQ(rest->n, sizeof in - 1 - head);
+    ASSERT(memcmp(rest->p, in + head, rest->n) == 0);
+    eu_http_conn_free(c);
+  }
+}
+
 static void test_garbage_is_a_400(void) {
   static const char *const bad[] = {
     "\x01\x02\x03 nonsense\r\n\r\n",
@@ -572,6 +600,7 @@ int main(void) {
     {"keep-alive follows the version and Connection", test_keep_alive_follows_the_version_and_connection},
     {"bytes after a closing request are ignored", test_bytes_after_a_closing_request_are_ignored},
     {"an Upgrade is ignored and HTTP goes on", test_an_upgrade_is_ignored_and_http_goes_on},
+    {"an upgrade taken over keeps the bytes after it", test_an_upgrade_taken_over_keeps_the_bytes_after_it},
     {"garbage is a 400, another HTTP version a 505", test_garbage_is_a_400},
     {"a failed connection refuses every later feed", test_a_failed_connection_refuses_every_later_feed},
     {"a failing callback stops the feed with a 500", test_a_failing_callback_stops_the_feed},

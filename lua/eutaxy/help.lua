@@ -100,6 +100,8 @@ help.commands = {
           .. "(default 30), redirects included, else it raises TimeoutError" },
       { "--fetch-max-bytes N", "the largest response body an outbound fetch takes (default 16777216, "
           .. "16 MiB; at most 33554432); a larger one raises NetworkError and is not kept" },
+      { "--ws-max-message N", "the largest WebSocket message a client may send (default 33554432, "
+          .. "32 MiB, the most); a larger one closes its connection with 1009" },
       { "--ca-file FILE", "outbound HTTPS also trusts the CA certificates in FILE (PEM), besides the "
           .. "system's; certificates are always verified" },
       { "--quiet", "no request log on stderr" },

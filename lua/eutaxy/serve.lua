@@ -111,6 +111,11 @@ local valued = {
     opts.fetch_max_bytes = n
     return err
   end,
+  ["--ws-max-message"] = function(opts, v)
+    local n, err = integer("--ws-max-message", v, 1, 32 * 1024 * 1024)
+    opts.ws_max_message = n
+    return err
+  end,
   ["--ca-file"] = function(opts, v)
     local f = io.open(v, "rb")
     if not f then return "--ca-file: cannot read " .. v end
@@ -186,6 +191,7 @@ function serve.main(argv)
     memory_limit = opts.memory_limit, max_object_bytes = opts.max_object_bytes,
     crons = cfg.crons, test_clock = opts.test_clock,
     fetch_timeout_ms = opts.fetch_timeout_ms, fetch_max_bytes = opts.fetch_max_bytes, ca_file = opts.ca_file,
+    ws_max_message = opts.ws_max_message,
   }
   if not started then
     -- a cron names the config that lists it
