@@ -1,5 +1,5 @@
 /*
- * luac.c: eutaxy's own Lua modules as the build compiled them.
+ * luac.c: eutaxy's own Lua modules as the build compiled and hashed them.
  *
  * Parsing eutaxy's modules was a fifth of a small check: the command's
  * state parses the CLI's (checker, check, config, json, ...), the first
@@ -25,6 +25,10 @@
  * the files of this folder, which the build wrote, are ever loaded in
  * binary mode. Every other Lua file eutaxy loads, the project's and what a
  * user names, is loaded as text.
+ *
+ * The build also hashes the same modules into EUTAXY_LUACDIR/eutaxy.fnv
+ * for eutaxy.fingerprint, which hashes eutaxy's modules for every check:
+ * a module not changed since (the same rule) need not be read again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -153,9 +157,48 @@ void eu_luac_require(lua_State *L) {
   lua_pop(L, 2);
 }
 
-int eu_luac_open(lua_State *L) {
+/* digest(): the build's hashes of eutaxy's modules (FNV-1a 64, as
+ * eutaxy.fingerprint hashes files), path -> 16 hex digits, of the modules
+ * not changed since: one newer than the digest is left out, to be read and
+ * hashed again. Empty when there is no digest. The file holds a line
+ * "HASH PATH" a module, the paths as EUTAXY_LUADIR names them. */
+static int l_digest(lua_State *L) {
+  char path[PATH_MAX];
   const char *dir = eu_luac_dir();
-  lua_createtable(L, 0, 1);
+  struct stat st;
+  char *text, *line, *end;
+  size_t n;
+  FILE *f;
+  lua_newtable(L);
+  if (!dir || (size_t)snprintf(path, sizeof path, "%s/eutaxy.fnv", dir) >= sizeof path) return 1;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 1;
+  /* Lua's memory, taken before the file is open: an error cannot leak either */
+  text = lua_newuserdatauv(L, (size_t)st.st_size + 1, 0);
+  if (!(f = fopen(path, "rb"))) {
+    lua_pop(L, 1);
+    return 1;
+  }
+  n = fread(text, 1, (size_t)st.st_size, f);
+  fclose(f);
+  text[n] = '\0';
+  for (line = text; (end = strchr(line, '\n')) != NULL; line = end + 1) {
+    *end = '\0';
+    if (end - line > 17 && line[16] == ' ' && strspn(line, "0123456789abcdef") == 16 && fresh(&st, line + 17)) {
+      lua_pushlstring(L, line, 16);
+      lua_setfield(L, -3, line + 17);
+    }
+  }
+  lua_pop(L, 1);
+  return 1;
+}
+
+int eu_luac_open(lua_State *L) {
+  static const luaL_Reg fns[] = {
+    {"digest", l_digest},
+    {NULL, NULL}
+  };
+  const char *dir = eu_luac_dir();
+  luaL_newlib(L, fns);
   if (dir) {
     lua_pushstring(L, dir);
     lua_setfield(L, -2, "dir");

@@ -1,8 +1,9 @@
 /*
- * luac.h: eutaxy's own Lua modules as the build compiled them.
+ * luac.h: eutaxy's own Lua modules as the build compiled and hashed them.
  *
  * The build compiles every lua/eutaxy/NAME.lua with luac into
- * EUTAXY_LUACDIR/eutaxy/NAME.luac; wherever eutaxy loads one of its own modules
+ * EUTAXY_LUACDIR/eutaxy/NAME.luac and hashes them into
+ * EUTAXY_LUACDIR/eutaxy.fnv; wherever eutaxy loads one of its own modules
  * (the command's require, the isolates' require) it loads the bytecode
  * instead of parsing the source, when the bytecode is the source's. Every
  * other Lua file is loaded as text.
@@ -39,7 +40,8 @@ int eu_luac_loadfile(lua_State *L, const char *path);
 void eu_luac_require(lua_State *L);
 
 /* eutaxy.luac, for the command's state: dir, the folder of the build's
- * compiled modules (nil when there is none). */
+ * compiled modules (nil when there is none), and digest(), the build's
+ * hashes of them (luac.c). */
 int eu_luac_open(lua_State *L);
 
 #endif

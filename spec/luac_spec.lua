@@ -9,6 +9,7 @@
 -- where its source says "source", on the same lines: what a run prints
 -- tells which was loaded. Time stamps are set with touch -d, never waited for.
 local testing = require "eutaxy.testing"
+local fingerprint = require "eutaxy.fingerprint"
 local luac = require "eutaxy.luac"
 local process = dofile("spec/helpers/process.lua")
 
@@ -230,5 +231,59 @@ return {
     out, err, code = process.run(process.bin .. " check " .. q(tmp .. "/bin.sim.lua"))
     assert.are.equal(2, code)
     assert.truthy(err:find("attempt to load a binary chunk (mode is 't')", 1, true), err)
+  end)
+end)
+
+describe("the build's digest of eutaxy's modules", function()
+  it("holds the hash fingerprint gives each module", function()
+    local n = 0
+    for path, hash in pairs(luac.digest()) do
+      assert.are.equal(fingerprint.hash(process.read(path)), hash, path)
+      n = n + 1
+    end
+    local built = luac.dir and io.open(luac.dir .. "/eutaxy.fnv")
+    if built then
+      built:close()
+      assert.is_true(n > 0)
+    end
+  end)
+
+  it("leaves the fingerprint as it is without the digest", function()
+    local s = {
+      scenario = "scenarios/lease-pool/leases.fixed.sim.lua", scenario_dir = "scenarios/lease-pool", project = ".",
+      config = "wrangler.jsonc", libdir = libdir_of_binary(), version = "test", options = {},
+    }
+    local known = luac.digest()[s.libdir .. "/eutaxy/json.lua"]
+    if known then assert.are.equal(fingerprint.hash(process.read(s.libdir .. "/eutaxy/json.lua")), known) end
+    local with, with_inputs = fingerprint.compute(s)
+    local digest = luac.digest
+    luac.digest = function() return {} end
+    local ok, without, without_inputs = pcall(fingerprint.compute, s)
+    -- and the digest is what fingerprint took the hashes from
+    luac.digest = function()
+      local d = digest()
+      for path in pairs(d) do d[path] = "0000000000000000" end
+      return d
+    end
+    local ok_zeros, zeros = pcall(fingerprint.compute, s)
+    luac.digest = digest
+    assert.is_true(ok, without)
+    assert.are.equal(without, with)
+    assert.are.same(without_inputs, with_inputs)
+    assert.is_true(ok_zeros, zeros)
+    if known then assert.are_not.equal(with, zeros) end
+  end)
+
+  it("is not used for a module changed since", function()
+    local a, b = lib .. "/eutaxy/a.lua", lib .. "/eutaxy/b.lua"
+    write(a, "return 1\n")
+    write(b, "return 2\n")
+    write(bc .. "/eutaxy.fnv", "0000000000000001 " .. a .. "\n0000000000000002 " .. b .. "\n")
+    touch(a, "2020-01-01 00:00:00")
+    touch(bc .. "/eutaxy.fnv", "2021-01-01 00:00:00")
+    touch(b, "2022-01-01 00:00:00")
+    write(tmp .. "/digest.lua", 'for path, hash in pairs(require("eutaxy.luac").digest()) do print(path, hash) end\n')
+    local out, err = run(env(lib, bc), tmp .. "/digest.lua")
+    assert.are.equal(a .. "\t0000000000000001\n", out, err)
   end)
 end)
