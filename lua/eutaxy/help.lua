@@ -134,7 +134,8 @@ help.commands = {
     name = "run",
     synopsis = "FILE [ARGS]",
     summary = "run a Lua script with eutaxy's modules",
-    description = "Runs FILE as the lua command would, with arg set and eutaxy's modules on the path: "
+    description = "Runs FILE, Lua source (not bytecode), as the lua command would, with arg set and eutaxy's "
+      .. "modules on the path: "
       .. "require \"eutaxy.testing\" builds a world, as a spec does.",
     options = {
       { "-h, --help", "this text (only as the first argument: later ones go to FILE)" },
