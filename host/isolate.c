@@ -20,6 +20,7 @@
 #include "eutaxy.h"
 #include "faultsim.h"
 #include "isolate.h"
+#include "luac.h"
 #include "sandbox.h"
 
 /* Small blocks come from size classes of 16 bytes up to EU_SMALL, carved
@@ -213,8 +214,10 @@ static int l_print(lua_State *L) {
  * isolates a second: parsing the sources each time would be most of the
  * work. The first isolate that loads a file keeps its bytecode (debug
  * information included, so errors still name file and line); the others
- * load the bytecode. The cache lives as long as the process: a project's
- * files do not change under a running check. */
+ * load the bytecode. eutaxy's own modules come with the build's bytecode
+ * (luac.h), which the first isolate loads and keeps instead of parsing.
+ * The cache lives as long as the process: a project's files do not change
+ * under a running check. */
 
 typedef struct chunk {
   char *path;
@@ -238,23 +241,43 @@ static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud) {
   return eu_buf_put(b, p, sz) == EU_OK ? 0 : 1;
 }
 
+/* Keeps code (malloc'd, now the cache's) as path's bytecode; without the
+ * memory to, frees it: the next isolate loads the file again. */
+static void keep(const char *path, unsigned h, char *code, size_t len) {
+  chunk *c = calloc(1, sizeof *c);
+  if (!c || !(c->path = strdup(path))) {
+    free(c);
+    free(code);
+    return;
+  }
+  c->code = code;
+  c->len = len;
+  c->next = chunks[h];
+  chunks[h] = c;
+}
+
 /* Loads the Lua file at path (cached), pushing the chunk or an error message. */
 int eu_isolate_loadfile(lua_State *L, const char *path) {
   chunk *c;
   unsigned h = hash_path(path);
+  char *code;
+  size_t len;
   eu_buf b;
   for (c = chunks[h]; c; c = c->next)
     if (strcmp(c->path, path) == 0) return luaL_loadbufferx(L, c->code, c->len, path, "b");
+  if ((code = eu_luac_read(path, &len)) != NULL) {
+    if (eu_luac_load(L, code, len, path) == LUA_OK) {
+      keep(path, h, code, len);
+      return LUA_OK;
+    }
+    free(code);
+  }
   if (luaL_loadfilex(L, path, "t") != LUA_OK) return LUA_ERRSYNTAX;
   eu_buf_init(&b);
-  c = calloc(1, sizeof *c);
-  if (c && (c->path = strdup(path)) != NULL && lua_dump(L, dump_writer, &b, 0) == 0) {
-    c->code = eu_buf_take(&b, &c->len);
-    c->next = chunks[h];
-    chunks[h] = c;
+  if (lua_dump(L, dump_writer, &b, 0) == 0) {
+    code = eu_buf_take(&b, &len);
+    if (code) keep(path, h, code, len);
   } else {
-    if (c) free(c->path);
-    free(c);
     eu_buf_free(&b);
   }
   return LUA_OK;

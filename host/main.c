@@ -27,6 +27,7 @@
 #include "eutaxy.h"
 #include "faultsim.h"
 #include "lcore.h"
+#include "luac.h"
 
 #ifndef EUTAXY_LUADIR
 #define EUTAXY_LUADIR "lua"
@@ -109,17 +110,22 @@ static int open_fs(lua_State *L) {
   return 1;
 }
 
+/* require loads Lua files as text, eutaxy's own modules from the build's
+ * bytecode (luac.h). */
 static void open_state(lua_State *L) {
   luaL_openlibs(L);
   lua_getglobal(L, "package");
   lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", libdir(), libdir(), LUA_PATH_DEFAULT);
   lua_setfield(L, -2, "path");
   lua_pop(L, 1);
+  eu_luac_require(L);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
   lua_pushcfunction(L, eu_open_core_host);
   lua_setfield(L, -2, "eutaxy.core");
   lua_pushcfunction(L, open_fs);
   lua_setfield(L, -2, "eutaxy.fs");
+  lua_pushcfunction(L, eu_luac_open);
+  lua_setfield(L, -2, "eutaxy.luac");
   lua_pop(L, 1);
 }
 
@@ -189,7 +195,7 @@ static int run_job(job *j) {
 
 static void run_body(lua_State *L, job *j) {
   set_args(L, j->argv[0], j->argc - 1, j->argv + 1);
-  if (luaL_loadfile(L, j->argv[0]) != LUA_OK) {
+  if (luaL_loadfilex(L, j->argv[0], "t") != LUA_OK) {
     fprintf(stderr, "eutaxy: %s\n", lua_tostring(L, -1));
     j->rc = 2;
     return;

@@ -666,9 +666,10 @@ static int is_eutaxy(const char *name) {
 }
 
 /* require(name): package.loaded, then package.preload (not for eutaxy's
- * names), then the project's and eutaxy's Lua files. package.path is not
- * read: the folders are the host's. A module of eutaxy's gets eutaxy.core
- * as its third argument. */
+ * names), then the project's and eutaxy's Lua files, as text but for
+ * eutaxy's own modules, which load from the build's bytecode (luac.h).
+ * package.path is not read: the folders are the host's. A module of
+ * eutaxy's gets eutaxy.core as its third argument. */
 static int s_require(lua_State *L) {
   size_t len;
   const char *name = luaL_checklstring(L, 1, &len), *path;

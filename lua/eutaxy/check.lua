@@ -1149,7 +1149,7 @@ function sim.variant(file, overrides)
   check_fields(site, overrides, VARIANT_FIELDS, "variant: field %s cannot be replaced", "fields")
   local dir = here and here:match("^(.*)/[^/]*$") or "."
   local path = file:sub(1, 1) == "/" and file or dir .. "/" .. file:gsub("^%./", "")
-  local chunk, err = loadfile(path)
+  local chunk, err = loadfile(path, "t")
   if not chunk then raise(site, "variant: %s", err) end
   local ok, base = pcall(chunk)
   if not ok then error(base, 0) end

@@ -120,7 +120,7 @@ end
 local function load_scenario(file)
   local dir = dirname(file)
   package.path = dir .. "/?.lua;" .. dir .. "/?/init.lua;" .. package.path
-  local chunk, err = loadfile(file)
+  local chunk, err = loadfile(file, "t")
   if not chunk then bad("%s", err) end
   sim.loading = file
   local ok, scenario = limits.pcall(chunk)

@@ -21,6 +21,8 @@
 
 local json = require "eutaxy.json"
 local core = require "eutaxy.core"
+-- the eutaxy binary's own (host/luac.c): not there under a plain lua
+local has_luac, luac = pcall(require, "eutaxy.luac")
 
 local fingerprint = {}
 
@@ -78,11 +80,16 @@ end
 ---@return string, table
 function fingerprint.compute(s)
   local files = {}
-  local function add(name, path)
-    if not files[name] then files[name] = fingerprint.hash(read(path)) end
+  -- hash: the file's, when known already
+  local function add(name, path, hash)
+    if not files[name] then files[name] = hash or fingerprint.hash(read(path)) end
   end
-  local function add_tree(under, name)
-    for _, rel in ipairs(assert(fingerprint.lua_files(under))) do add(name(rel), under .. "/" .. rel) end
+  -- known: path -> hash of the files whose hash is known already
+  local function add_tree(under, name, known)
+    for _, rel in ipairs(assert(fingerprint.lua_files(under))) do
+      local path = under .. "/" .. rel
+      add(name(rel), path, known and known[path])
+    end
   end
   local function join(rel)
     if rel:sub(1, 1) == "/" then return rel end
@@ -103,8 +110,10 @@ function fingerprint.compute(s)
   add_dir(".", "scenario")
   add_dir(s.project, "project")
   add(name_in(s.config:match("^(.*)/[^/]*$") or ".", "config", s.config:match("[^/]*$")), join(s.config))
-  -- eutaxy's own modules, wherever this eutaxy was built or installed
-  add_tree(s.libdir .. "/eutaxy", function(rel) return "lib:eutaxy/" .. fingerprint.normalize(rel) end)
+  -- eutaxy's own modules, wherever this eutaxy was built or installed; the
+  -- build hashed them, and a module not changed since is not read again
+  add_tree(s.libdir .. "/eutaxy", function(rel) return "lib:eutaxy/" .. fingerprint.normalize(rel) end,
+           has_luac and luac.digest() or nil)
   local inputs = { eutaxy = s.version, options = s.options, files = files }
   return fingerprint.hash(json.encode(inputs)), inputs
 end

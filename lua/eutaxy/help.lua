@@ -136,7 +136,8 @@ help.commands = {
     name = "run",
     synopsis = "FILE [ARGS]",
     summary = "run a Lua script with eutaxy's modules",
-    description = "Runs FILE as the lua command would, with arg set and eutaxy's modules on the path: "
+    description = "Runs FILE, Lua source (not bytecode), as the lua command would, with arg set and eutaxy's "
+      .. "modules on the path: "
       .. "require \"eutaxy.testing\" builds a world, as a spec does.",
     options = {
       { "-h, --help", "this text (only as the first argument: later ones go to FILE)" },
@@ -284,6 +285,11 @@ function help.roff()
   out[#out + 1] = ".TP"
   out[#out + 1] = ".B EUTAXY_LUADIR"
   out[#out + 1] = roff_escape("the folder eutaxy's Lua modules are loaded from, instead of the one built in")
+  out[#out + 1] = ".TP"
+  out[#out + 1] = ".B EUTAXY_LUACDIR"
+  out[#out + 1] = roff_escape("the folder of the bytecode the build compiled eutaxy's modules to, instead of the one "
+    .. "built in; a module is loaded from it only when its bytecode was compiled from the very file found and is "
+    .. "not older than it, else parsed from its source (EUTAXY_LUACDIR=/dev/null parses every one)")
   out[#out + 1] = ".SH SEE ALSO"
   out[#out + 1] = ".BR busted (1)"
   return table.concat(out, "\n") .. "\n"
