@@ -351,6 +351,8 @@ int eu_isolate_new(eu_isolate **out, const eu_isolate_opts *o, char *err, size_t
 
 eu_isolate *eu_isolate_in(eu_arena *a) { return eu_arena_first(a); }
 
+void eu_isolate_set_ud(eu_isolate *iso, void *ud) { iso->ud = ud; }
+
 size_t eu_isolate_mem_limit(eu_isolate *iso) {
   return iso->mem_limit;
 }

@@ -42,6 +42,8 @@ void eu_isolate_close(eu_isolate *iso);
 eu_isolate *eu_isolate_in(eu_arena *a);
 lua_State *eu_isolate_L(eu_isolate *iso);
 void *eu_isolate_ud(lua_State *L);          /* the owner's data, from any thread of the isolate */
+/* A new owner for an isolate put back from an image another owner's build made. */
+void eu_isolate_set_ud(eu_isolate *iso, void *ud);
 eu_isolate *eu_isolate_of(lua_State *L);
 size_t eu_isolate_mem(eu_isolate *iso);
 size_t eu_isolate_mem_limit(eu_isolate *iso);

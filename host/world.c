@@ -266,7 +266,7 @@ struct eu_world {
   unsigned ck_serial;
   struct wck *cks;
   int ncks, capcks;
-  eu_arena **spare;   /* arenas of objects a rewind forgot, for the next ones */
+  struct spare *spare;  /* arenas of objects a rewind forgot, for the next ones */
   int nspare, capspare;
   size_t ck_bytes;    /* held by images and checkpoints' blobs */
   /* WebSockets: socket id - 1 indexes socks; what the turn running sent, as
@@ -280,6 +280,15 @@ struct eu_world {
   char **kept;
   int nkept, capkept;
 };
+
+/* An arena a rewind took back, with the image of the runtime its last
+ * object's build loaded: any object's next build in it starts there. */
+typedef struct spare {
+  eu_arena *arena;
+  void *boot_img;
+  size_t boot_len;
+  int boot_wire_ref;
+} spare;
 
 typedef struct held {
   eu_event ev;
@@ -318,7 +327,7 @@ static char *dupstr(const char *s) {
 
 static void save_object(eu_world *w, eu_object *o);
 static void store_mark(eu_world *w, eu_object *o);
-static eu_arena *take_arena(eu_world *w);
+static eu_arena *take_arena(eu_world *w, eu_object *o);
 static void forget_saves(eu_world *w, eu_object *o);
 
 /* Called after an object's isolate or store came or went. */
@@ -982,7 +991,7 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   int rc;
   memset(&io, 0, sizeof io);
   save_object(w, o);
-  if (w->ck_on && !o->arena && !(o->arena = take_arena(w)))
+  if (w->ck_on && !o->arena && !(o->arena = take_arena(w, o)))
     return eu_err(err, errlen, EU_ENOMEM, "out of address space for an isolate's arena");
   io.arena = w->ck_on ? o->arena : NULL;
   io.libdir = w->libdir;
@@ -998,6 +1007,7 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
     /* the same isolate as the last build had made by now, at the same address */
     eu_arena_load(o->arena, o->boot_img, o->boot_len);
     o->iso = eu_isolate_in(o->arena);
+    eu_isolate_set_ud(o->iso, o);  /* the image may be another object's */
     o->wire_error_ref = o->boot_wire_ref;
   } else if ((rc = eu_isolate_new(&o->iso, &io, err, errlen)) != EU_OK) {
     return rc;
@@ -3639,24 +3649,39 @@ static void save_object(eu_world *w, eu_object *o) {
   if (o->store) store_mark(w, o);
 }
 
-static eu_arena *take_arena(eu_world *w) {
-  if (w->nspare > 0) return w->spare[--w->nspare];
+/* An arena for o, with its boot image when a forgotten object left one. */
+static eu_arena *take_arena(eu_world *w, eu_object *o) {
+  if (w->nspare > 0) {
+    spare *s = &w->spare[--w->nspare];
+    o->boot_img = s->boot_img;
+    o->boot_len = s->boot_len;
+    o->boot_wire_ref = s->boot_wire_ref;
+    return s->arena;
+  }
   return eu_arena_new((w->o.mem_limit ? w->o.mem_limit : EU_ISOLATE_MEM_DEFAULT) + EU_ISOLATE_RESERVE);
 }
 
-static void give_arena(eu_world *w, eu_arena *a) {
-  if (!a) return;
+/* Takes o's arena and boot image back, for the next object's build. */
+static void give_arena(eu_world *w, eu_object *o) {
+  if (!o->arena) return;
   if (w->nspare == w->capspare) {
     int cap = w->capspare ? w->capspare * 2 : 8;
-    eu_arena **s = realloc(w->spare, (size_t)cap * sizeof *s);
+    spare *s = realloc(w->spare, (size_t)cap * sizeof *s);
     if (!s) {
-      eu_arena_delete(a);
+      eu_arena_delete(o->arena);
+      o->arena = NULL;
       return;
     }
     w->spare = s;
     w->capspare = cap;
   }
-  w->spare[w->nspare++] = a;
+  w->spare[w->nspare].arena = o->arena;
+  w->spare[w->nspare].boot_img = o->boot_img;
+  w->spare[w->nspare].boot_len = o->boot_len;
+  w->spare[w->nspare].boot_wire_ref = o->boot_wire_ref;
+  w->nspare++;
+  o->arena = NULL;
+  o->boot_img = NULL;
 }
 
 static void forget_saves(eu_world *w, eu_object *o) {
@@ -3774,7 +3799,7 @@ int eu_world_rewind(eu_world *w, int j) {
   for (i = w->nobjects - 1; i >= sw->nobjects; i--) {
     eu_object *o = w->objects[i];
     if (o->store && !o->store_lent) eu_store_close(o->store);
-    give_arena(w, o->arena);
+    give_arena(w, o);
     forget_saves(w, o);
     free(o->name);
     free(o);
@@ -3921,7 +3946,10 @@ void eu_world_free(eu_world *w) {
     free(o->name);
     free(o);
   }
-  for (i = 0; i < w->nspare; i++) eu_arena_delete(w->spare[i]);
+  for (i = 0; i < w->nspare; i++) {
+    eu_arena_delete(w->spare[i].arena);
+    free(w->spare[i].boot_img);
+  }
   free(w->spare);
   for (i = 0; i < w->capcks; i++) eu_buf_free(&w->cks[i].blob);
   free(w->cks);
