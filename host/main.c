@@ -110,14 +110,25 @@ static int open_fs(lua_State *L) {
   return 1;
 }
 
+/* package.path: eutaxy's modules first, so that no other file stands in
+ * for one of them, then the folder beside (NULL for none), then Lua's
+ * default. */
+static void set_path(lua_State *L, const char *beside) {
+  lua_getglobal(L, "package");
+  if (beside)
+    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s/?.lua;%s/?/init.lua;%s", libdir(), libdir(), beside, beside,
+                    LUA_PATH_DEFAULT);
+  else
+    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", libdir(), libdir(), LUA_PATH_DEFAULT);
+  lua_setfield(L, -2, "path");
+  lua_pop(L, 1);
+}
+
 /* require loads Lua files as text, eutaxy's own modules from the build's
  * bytecode (luac.h). */
 static void open_state(lua_State *L) {
   luaL_openlibs(L);
-  lua_getglobal(L, "package");
-  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", libdir(), libdir(), LUA_PATH_DEFAULT);
-  lua_setfield(L, -2, "path");
-  lua_pop(L, 1);
+  set_path(L, NULL);
   eu_luac_require(L);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
   lua_pushcfunction(L, eu_open_core_host);
@@ -193,8 +204,22 @@ static int run_job(job *j) {
   return j->rc;
 }
 
+/* require finds the modules beside the script, after eutaxy's own, as a
+ * scenario's are found beside it (checker.lua), wherever the command runs
+ * from. */
+static void path_beside(lua_State *L, const char *script) {
+  const char *slash = strrchr(script, '/');
+  if (slash)
+    lua_pushlstring(L, script, slash == script ? 1 : (size_t)(slash - script));
+  else
+    lua_pushliteral(L, ".");
+  set_path(L, lua_tostring(L, -1));
+  lua_pop(L, 1);
+}
+
 static void run_body(lua_State *L, job *j) {
   set_args(L, j->argv[0], j->argc - 1, j->argv + 1);
+  path_beside(L, j->argv[0]);
   if (luaL_loadfilex(L, j->argv[0], "t") != LUA_OK) {
     fprintf(stderr, "eutaxy: %s\n", lua_tostring(L, -1));
     j->rc = 2;

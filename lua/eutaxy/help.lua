@@ -138,7 +138,8 @@ help.commands = {
     summary = "run a Lua script with eutaxy's modules",
     description = "Runs FILE, Lua source (not bytecode), as the lua command would, with arg set and eutaxy's "
       .. "modules on the path: "
-      .. "require \"eutaxy.testing\" builds a world, as a spec does.",
+      .. "require \"eutaxy.testing\" builds a world, as a spec does. require finds the modules beside FILE "
+      .. "(after eutaxy's own), and a relative path FILE gives testing.world is relative to FILE's folder.",
     options = {
       { "-h, --help", "this text (only as the first argument: later ones go to FILE)" },
     },
