@@ -1,5 +1,6 @@
 --- eutaxy init DIR: the starter project it writes is checked and tested
--- here as a user would, from its own folder.
+-- here as a user would, from its own folder and from another one. Always
+-- with the build's binary (EUTAXY_BIN), never an eutaxy installed on PATH.
 local process = dofile("spec/helpers/process.lua")
 local json = require "eutaxy.json"
 local starter = require "eutaxy.starter"
@@ -29,7 +30,7 @@ describe("eutaxy init", function()
     os.execute("rm -rf '" .. dir .. "'")
   end)
 
-  it("writes a project whose scenario is BOUNDED and whose specs pass", function()
+  it("writes a project whose scenario is BOUNDED and whose specs pass, from its folder and from another", function()
     local out, err, code = sh(bin .. " init " .. dir)
     assert.are.equal("", err)
     assert.are.equal(0, code)
@@ -37,12 +38,16 @@ describe("eutaxy init", function()
     for _, name in ipairs(starter.FILES) do
       assert.is_truthy(io.open(dir .. "/" .. name), name .. " was not written")
     end
-    local check, _, check_code = sh("cd " .. dir .. " && " .. bin .. " check visits.sim.lua --check-determinism --quiet")
-    assert.are.equal("BOUNDED  visits\n", check)
+    local check, check_err, check_code = sh("cd / && " .. bin .. " check " .. dir .. "/visits.sim.lua --check-determinism --quiet")
+    assert.are.equal("BOUNDED  visits\n", check, check_err)
     assert.are.equal(0, check_code)
-    local test, _, test_code = sh("cd " .. dir .. " && " .. bin .. " test --output=TAP")
-    assert.are.equal(0, test_code)
-    assert.matches("1..3\n", test)
+    for _, where in ipairs({ "cd " .. dir .. " && " .. bin .. " test --output=TAP",
+                             "cd / && " .. bin .. " test --output=TAP " .. dir .. "/spec" }) do
+      local test, test_err, test_code = sh(where)
+      assert.are.equal(0, test_code, where .. ": " .. test .. test_err)
+      assert.matches("1..3\n", test)
+      assert.not_matches("not ok", test)
+    end
   end)
 
   it("writes a scenario that finds the bug its README shows how to plant", function()
