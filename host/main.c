@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -33,9 +34,58 @@
 #define EUTAXY_LUADIR "lua"
 #endif
 
+/*
+ * Where eutaxy's own files are. The binary in its build folder
+ * (EUTAXY_BUILDDIR) uses the source tree's lua/ and the build's luac/, the
+ * folders built in, so an edit to lua/ takes effect at the next run without
+ * an install. Any other copy of it is an installed one, and uses the tree
+ * `cmake --install` lays out beside it, found from the binary's own path
+ * (/proc/self/exe) through EUTAXY_BIN_TO_DATA, the way from the bin folder
+ * to the data folder: PREFIX/bin/eutaxy uses PREFIX/share/eutaxy/lua and
+ * .../luac wherever PREFIX is, and never a source tree, which may have
+ * changed or gone since. Without /proc the binary takes the folders built
+ * in. EUTAXY_LUADIR and EUTAXY_LUACDIR from the environment go over both.
+ */
+static char found_luadir[PATH_MAX], found_luacdir[PATH_MAX];
+
+/* The path of the running binary, with no symbolic links, in buf; 0 when
+ * it cannot be known. */
+static int exe_path(char *buf, size_t size) {
+  ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+  if (n <= 0 || (size_t)n >= size - 1) return 0;
+  buf[n] = '\0';
+  return 1;
+}
+
+/* The folder of the running binary, as exe_path. */
+static int exe_dir(char *buf, size_t size) {
+  char *slash;
+  if (!exe_path(buf, size) || !(slash = strrchr(buf, '/'))) return 0;
+  if (slash == buf) slash++;  /* a binary in / */
+  *slash = '\0';
+  return 1;
+}
+
+static void find_files(void) {
+#if defined(EUTAXY_BUILDDIR) && defined(EUTAXY_BIN_TO_DATA)
+  char bin[PATH_MAX], built[PATH_MAX], data[PATH_MAX], canon[PATH_MAX];
+  if (!exe_dir(bin, sizeof bin) || (realpath(EUTAXY_BUILDDIR, built) && strcmp(bin, built) == 0)) return;
+  if ((size_t)snprintf(data, sizeof data, "%s/%s", bin, EUTAXY_BIN_TO_DATA) >= sizeof data) return;
+  /* the name the install gave its bytecode (tools/luac_install.lua) */
+  if (realpath(data, canon)) strcpy(data, canon);
+  if ((size_t)snprintf(found_luadir, sizeof found_luadir, "%s/lua", data) >= sizeof found_luadir ||
+      (size_t)snprintf(found_luacdir, sizeof found_luacdir, "%s/luac", data) >= sizeof found_luacdir) {
+    found_luadir[0] = found_luacdir[0] = '\0';
+    return;
+  }
+  eu_luac_use_dir(found_luacdir);
+#endif
+}
+
 static const char *libdir(void) {
   const char *d = getenv("EUTAXY_LUADIR");
-  return d && *d ? d : EUTAXY_LUADIR;
+  if (d && *d) return d;
+  return found_luadir[0] ? found_luadir : EUTAXY_LUADIR;
 }
 
 static int traceback(lua_State *L) {
@@ -295,6 +345,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   atexit(eu_faultsim_report);
+  find_files();
   /* COMMAND --help for every command, so run and test show eutaxy's help,
    * not the script's or busted's; unknown commands fall to help's message. */
   if (argc > 2 && is_help_flag(argv[2]) && strcmp(cmd, "help") != 0)

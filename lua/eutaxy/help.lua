@@ -285,11 +285,12 @@ function help.roff()
   out[#out + 1] = ".SH ENVIRONMENT"
   out[#out + 1] = ".TP"
   out[#out + 1] = ".B EUTAXY_LUADIR"
-  out[#out + 1] = roff_escape("the folder eutaxy's Lua modules are loaded from, instead of the one built in")
+  out[#out + 1] = roff_escape("the folder eutaxy's Lua modules are loaded from, instead of the source tree's lua/ "
+    .. "(the binary in its build folder) or, installed, PREFIX/share/eutaxy/lua beside PREFIX/bin/eutaxy")
   out[#out + 1] = ".TP"
   out[#out + 1] = ".B EUTAXY_LUACDIR"
-  out[#out + 1] = roff_escape("the folder of the bytecode the build compiled eutaxy's modules to, instead of the one "
-    .. "built in; a module is loaded from it only when its bytecode was compiled from the very file found and is "
+  out[#out + 1] = roff_escape("the folder of the bytecode the build compiled eutaxy's modules to, instead of the "
+    .. "build's luac/ or, installed, PREFIX/share/eutaxy/luac; a module is loaded from it only when its bytecode was compiled from the very file found and is "
     .. "not older than it, else parsed from its source (EUTAXY_LUACDIR=/dev/null parses every one)")
   out[#out + 1] = ".SH SEE ALSO"
   out[#out + 1] = ".BR busted (1)"
