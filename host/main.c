@@ -346,8 +346,9 @@ int main(int argc, char **argv) {
   }
   atexit(eu_faultsim_report);
   find_files();
-  /* COMMAND --help for every command, so run and test show eutaxy's help,
-   * not the script's or busted's; unknown commands fall to help's message. */
+  /* COMMAND --help for every command, so run shows eutaxy's help, not the
+   * script's, and test eutaxy's, then busted's options (help.lua); unknown
+   * commands fall to help's message. */
   if (argc > 2 && is_help_flag(argv[2]) && strcmp(cmd, "help") != 0)
     return cmd_main("eutaxy.help", "help", 1, argv + 1);
   if (strcmp(cmd, "check") == 0) return cmd_main("eutaxy.checker", "check", argc - 2, argv + 2);

@@ -125,10 +125,11 @@ help.commands = {
     synopsis = "[BUSTED-ARGS]",
     summary = "run busted specs (default: the spec/ folder)",
     description = "Runs busted inside the eutaxy binary, with eutaxy's modules on the path, so specs run "
-      .. "under the same build (sanitizers included) as the host. Every argument goes to busted; see "
-      .. "busted --help for its own options, such as --output=TAP and --filter.",
+      .. "under the same build (sanitizers included) as the host. Every argument goes to busted: its own "
+      .. "options, such as --output=TAP and --filter, follow this text in eutaxy test --help. A relative "
+      .. "path a spec gives testing.world is relative to the spec's folder, wherever busted runs from.",
     options = {
-      { "-h, --help", "this text (busted's own: busted --help)" },
+      { "-h, --help", "this text, then busted's options" },
     },
     exit = "0 every spec passed, 1 one failed",
   },
@@ -297,6 +298,23 @@ function help.roff()
   return table.concat(out, "\n") .. "\n"
 end
 
+--- busted's options, as `busted --help` prints them, for `eutaxy test --help`:
+--- busted runs inside the binary, so its own --help cannot be reached.
+---@return string
+function help.busted()
+  local ok, cli = pcall(require, "busted.modules.cli")
+  if not ok then return "busted's options: busted is not installed (Debian's lua-busted)\n" end
+  -- the default output busted.runner picks for this stdout
+  local has_term, term = pcall(require, "term")
+  local tty = has_term and term.isatty(io.stdout)
+  local parser = cli({ standalone = false, output = tty and "utfTerminal" or "plainTerminal" })
+  parser:set_name("eutaxy test")
+  -- busted's parser answers --help as an error: its text, between "NAME: error: " and a hint to re-run
+  local _, text = parser:parse({ "--help" })
+  text = tostring(text):gsub("^eutaxy test: error: ", ""):gsub("\n?; re%-run with %-%-help for usage%.%s*$", "")
+  return text:gsub("\n*$", "\n")
+end
+
 --- `eutaxy help [COMMAND]`; returns the exit code.
 ---@param argv string[]
 ---@return integer
@@ -313,6 +331,7 @@ function help.main(argv)
   end
   if by_name[name] then
     io.stdout:write(help.text(name))
+    if name == "test" then io.stdout:write("\n", help.busted()) end
     return 0
   end
   local names = {}
