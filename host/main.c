@@ -149,9 +149,22 @@ static int fs_realpath(lua_State *L) {
   return 1;
 }
 
+/* fs.exe(): the running eutaxy binary's path, or nil and a message. */
+static int fs_exe(lua_State *L) {
+  char path[PATH_MAX];
+  if (!exe_path(path, sizeof path)) {
+    luaL_pushfail(L);
+    lua_pushstring(L, "/proc/self/exe: cannot be read");
+    return 2;
+  }
+  lua_pushstring(L, path);
+  return 1;
+}
+
 static int open_fs(lua_State *L) {
   static const luaL_Reg fns[] = {
     {"entries", fs_entries},
+    {"exe", fs_exe},
     {"mkdir", fs_mkdir},
     {"realpath", fs_realpath},
     {NULL, NULL}

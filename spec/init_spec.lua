@@ -19,6 +19,19 @@ local function fresh_dir()
   return path
 end
 
+-- The real path of the binary under test (not the valgrind wrapper's).
+local real_path
+local function exe()
+  if real_path then return real_path end
+  local script = os.tmpname()
+  local f = assert(io.open(script, "w"))
+  f:write("print(require('eutaxy.fs').exe())\n")
+  f:close()
+  real_path = process.sh(bin .. " run " .. script):gsub("\n$", "")
+  os.remove(script)
+  return real_path
+end
+
 describe("eutaxy init", function()
   local dir
 
@@ -48,6 +61,26 @@ describe("eutaxy init", function()
       assert.matches("1..3\n", test)
       assert.not_matches("not ok", test)
     end
+  end)
+
+  it("says next how to run this eutaxy: its path when PATH finds no eutaxy, or another one", function()
+    local out, _, code = sh("PATH=/usr/bin:/bin " .. bin .. " init " .. dir)
+    assert.are.equal(0, code)
+    local real = exe()
+    assert.are.equal(("next: cd %s && %s check visits.sim.lua && %s test\n"):format(dir, real, real),
+      out:match("\n(next: .*)$"))
+  end)
+
+  it("says next a bare eutaxy when PATH finds this one, as after cmake --install", function()
+    local onpath = fresh_dir()
+    assert.is_true(os.execute("mkdir '" .. onpath .. "'"))
+    local real = exe()
+    assert.is_true(os.execute("ln -s '" .. real .. "' '" .. onpath .. "/eutaxy'"))
+    local out, _, code = sh("PATH='" .. onpath .. "':/usr/bin:/bin " .. bin .. " init " .. dir)
+    os.execute("rm -rf '" .. onpath .. "'")
+    assert.are.equal(0, code)
+    assert.are.equal(("next: cd %s && eutaxy check visits.sim.lua && eutaxy test\n"):format(dir),
+      out:match("\n(next: .*)$"))
   end)
 
   it("writes a scenario that finds the bug its README shows how to plant", function()
