@@ -26,6 +26,10 @@
  * binary mode. Every other Lua file eutaxy loads, the project's and what a
  * user names, is loaded as text.
  *
+ * `cmake --install` compiles the installed modules again, each named by
+ * its installed path (tools/luac_install.lua), into PREFIX/share/eutaxy/luac,
+ * which an installed binary uses in place of EUTAXY_LUACDIR (main.c).
+ *
  * The build also hashes the same modules into EUTAXY_LUACDIR/eutaxy.fnv
  * for eutaxy.fingerprint, which hashes eutaxy's modules for every check:
  * a module not changed since (the same rule) need not be read again.
@@ -44,9 +48,17 @@
 
 #include "luac.h"
 
+/* the folder the command found (eu_luac_use_dir), NULL for the one built in */
+static const char *used_dir;
+
+void eu_luac_use_dir(const char *dir) {
+  used_dir = dir;
+}
+
 const char *eu_luac_dir(void) {
   const char *d = getenv("EUTAXY_LUACDIR");
   if (d && *d) return d;
+  if (used_dir) return used_dir;
 #ifdef EUTAXY_LUACDIR
   return EUTAXY_LUACDIR;
 #else

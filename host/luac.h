@@ -16,8 +16,14 @@
 #include <lua.h>
 
 /* The folder of the build's compiled modules: EUTAXY_LUACDIR from the
- * environment, else the one built in; NULL when there is none. */
+ * environment, else the one eu_luac_use_dir named, else the one built in;
+ * NULL when there is none. */
 const char *eu_luac_dir(void);
+
+/* Makes dir (kept, not copied) the folder of the compiled modules, under
+ * EUTAXY_LUACDIR from the environment: the eutaxy command's, when it runs
+ * installed rather than from its build tree (main.c). */
+void eu_luac_use_dir(const char *dir);
 
 /* The bytecode of the Lua file at path, in a malloc'd block of *len bytes,
  * when path names one of eutaxy's modules (DIR/eutaxy/NAME.lua) and the

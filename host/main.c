@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -33,9 +34,58 @@
 #define EUTAXY_LUADIR "lua"
 #endif
 
+/*
+ * Where eutaxy's own files are. The binary in its build folder
+ * (EUTAXY_BUILDDIR) uses the source tree's lua/ and the build's luac/, the
+ * folders built in, so an edit to lua/ takes effect at the next run without
+ * an install. Any other copy of it is an installed one, and uses the tree
+ * `cmake --install` lays out beside it, found from the binary's own path
+ * (/proc/self/exe) through EUTAXY_BIN_TO_DATA, the way from the bin folder
+ * to the data folder: PREFIX/bin/eutaxy uses PREFIX/share/eutaxy/lua and
+ * .../luac wherever PREFIX is, and never a source tree, which may have
+ * changed or gone since. Without /proc the binary takes the folders built
+ * in. EUTAXY_LUADIR and EUTAXY_LUACDIR from the environment go over both.
+ */
+static char found_luadir[PATH_MAX], found_luacdir[PATH_MAX];
+
+/* The path of the running binary, with no symbolic links, in buf; 0 when
+ * it cannot be known. */
+static int exe_path(char *buf, size_t size) {
+  ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+  if (n <= 0 || (size_t)n >= size - 1) return 0;
+  buf[n] = '\0';
+  return 1;
+}
+
+/* The folder of the running binary, as exe_path. */
+static int exe_dir(char *buf, size_t size) {
+  char *slash;
+  if (!exe_path(buf, size) || !(slash = strrchr(buf, '/'))) return 0;
+  if (slash == buf) slash++;  /* a binary in / */
+  *slash = '\0';
+  return 1;
+}
+
+static void find_files(void) {
+#if defined(EUTAXY_BUILDDIR) && defined(EUTAXY_BIN_TO_DATA)
+  char bin[PATH_MAX], built[PATH_MAX], data[PATH_MAX], canon[PATH_MAX];
+  if (!exe_dir(bin, sizeof bin) || (realpath(EUTAXY_BUILDDIR, built) && strcmp(bin, built) == 0)) return;
+  if ((size_t)snprintf(data, sizeof data, "%s/%s", bin, EUTAXY_BIN_TO_DATA) >= sizeof data) return;
+  /* the name the install gave its bytecode (tools/luac_install.lua) */
+  if (realpath(data, canon)) strcpy(data, canon);
+  if ((size_t)snprintf(found_luadir, sizeof found_luadir, "%s/lua", data) >= sizeof found_luadir ||
+      (size_t)snprintf(found_luacdir, sizeof found_luacdir, "%s/luac", data) >= sizeof found_luacdir) {
+    found_luadir[0] = found_luacdir[0] = '\0';
+    return;
+  }
+  eu_luac_use_dir(found_luacdir);
+#endif
+}
+
 static const char *libdir(void) {
   const char *d = getenv("EUTAXY_LUADIR");
-  return d && *d ? d : EUTAXY_LUADIR;
+  if (d && *d) return d;
+  return found_luadir[0] ? found_luadir : EUTAXY_LUADIR;
 }
 
 static int traceback(lua_State *L) {
@@ -99,9 +149,22 @@ static int fs_realpath(lua_State *L) {
   return 1;
 }
 
+/* fs.exe(): the running eutaxy binary's path, or nil and a message. */
+static int fs_exe(lua_State *L) {
+  char path[PATH_MAX];
+  if (!exe_path(path, sizeof path)) {
+    luaL_pushfail(L);
+    lua_pushstring(L, "/proc/self/exe: cannot be read");
+    return 2;
+  }
+  lua_pushstring(L, path);
+  return 1;
+}
+
 static int open_fs(lua_State *L) {
   static const luaL_Reg fns[] = {
     {"entries", fs_entries},
+    {"exe", fs_exe},
     {"mkdir", fs_mkdir},
     {"realpath", fs_realpath},
     {NULL, NULL}
@@ -110,14 +173,25 @@ static int open_fs(lua_State *L) {
   return 1;
 }
 
+/* package.path: eutaxy's modules first, so that no other file stands in
+ * for one of them, then the folder beside (NULL for none), then Lua's
+ * default. */
+static void set_path(lua_State *L, const char *beside) {
+  lua_getglobal(L, "package");
+  if (beside)
+    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s/?.lua;%s/?/init.lua;%s", libdir(), libdir(), beside, beside,
+                    LUA_PATH_DEFAULT);
+  else
+    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", libdir(), libdir(), LUA_PATH_DEFAULT);
+  lua_setfield(L, -2, "path");
+  lua_pop(L, 1);
+}
+
 /* require loads Lua files as text, eutaxy's own modules from the build's
  * bytecode (luac.h). */
 static void open_state(lua_State *L) {
   luaL_openlibs(L);
-  lua_getglobal(L, "package");
-  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", libdir(), libdir(), LUA_PATH_DEFAULT);
-  lua_setfield(L, -2, "path");
-  lua_pop(L, 1);
+  set_path(L, NULL);
   eu_luac_require(L);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
   lua_pushcfunction(L, eu_open_core_host);
@@ -193,8 +267,22 @@ static int run_job(job *j) {
   return j->rc;
 }
 
+/* require finds the modules beside the script, after eutaxy's own, as a
+ * scenario's are found beside it (checker.lua), wherever the command runs
+ * from. */
+static void path_beside(lua_State *L, const char *script) {
+  const char *slash = strrchr(script, '/');
+  if (slash)
+    lua_pushlstring(L, script, slash == script ? 1 : (size_t)(slash - script));
+  else
+    lua_pushliteral(L, ".");
+  set_path(L, lua_tostring(L, -1));
+  lua_pop(L, 1);
+}
+
 static void run_body(lua_State *L, job *j) {
   set_args(L, j->argv[0], j->argc - 1, j->argv + 1);
+  path_beside(L, j->argv[0]);
   if (luaL_loadfilex(L, j->argv[0], "t") != LUA_OK) {
     fprintf(stderr, "eutaxy: %s\n", lua_tostring(L, -1));
     j->rc = 2;
@@ -270,8 +358,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   atexit(eu_faultsim_report);
-  /* COMMAND --help for every command, so run and test show eutaxy's help,
-   * not the script's or busted's; unknown commands fall to help's message. */
+  find_files();
+  /* COMMAND --help for every command, so run shows eutaxy's help, not the
+   * script's, and test eutaxy's, then busted's options (help.lua); unknown
+   * commands fall to help's message. */
   if (argc > 2 && is_help_flag(argv[2]) && strcmp(cmd, "help") != 0)
     return cmd_main("eutaxy.help", "help", 1, argv + 1);
   if (strcmp(cmd, "check") == 0) return cmd_main("eutaxy.checker", "check", argc - 2, argv + 2);

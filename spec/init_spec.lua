@@ -1,5 +1,6 @@
 --- eutaxy init DIR: the starter project it writes is checked and tested
--- here as a user would, from its own folder.
+-- here as a user would, from its own folder and from another one. Always
+-- with the build's binary (EUTAXY_BIN), never an eutaxy installed on PATH.
 local process = dofile("spec/helpers/process.lua")
 local json = require "eutaxy.json"
 local starter = require "eutaxy.starter"
@@ -18,6 +19,19 @@ local function fresh_dir()
   return path
 end
 
+-- The real path of the binary under test (not the valgrind wrapper's).
+local real_path
+local function exe()
+  if real_path then return real_path end
+  local script = os.tmpname()
+  local f = assert(io.open(script, "w"))
+  f:write("print(require('eutaxy.fs').exe())\n")
+  f:close()
+  real_path = process.sh(bin .. " run " .. script):gsub("\n$", "")
+  os.remove(script)
+  return real_path
+end
+
 describe("eutaxy init", function()
   local dir
 
@@ -29,7 +43,7 @@ describe("eutaxy init", function()
     os.execute("rm -rf '" .. dir .. "'")
   end)
 
-  it("writes a project whose scenario is BOUNDED and whose specs pass", function()
+  it("writes a project whose scenario is BOUNDED and whose specs pass, from its folder and from another", function()
     local out, err, code = sh(bin .. " init " .. dir)
     assert.are.equal("", err)
     assert.are.equal(0, code)
@@ -37,12 +51,36 @@ describe("eutaxy init", function()
     for _, name in ipairs(starter.FILES) do
       assert.is_truthy(io.open(dir .. "/" .. name), name .. " was not written")
     end
-    local check, _, check_code = sh("cd " .. dir .. " && " .. bin .. " check visits.sim.lua --check-determinism --quiet")
-    assert.are.equal("BOUNDED  visits\n", check)
+    local check, check_err, check_code = sh("cd / && " .. bin .. " check " .. dir .. "/visits.sim.lua --check-determinism --quiet")
+    assert.are.equal("BOUNDED  visits\n", check, check_err)
     assert.are.equal(0, check_code)
-    local test, _, test_code = sh("cd " .. dir .. " && " .. bin .. " test --output=TAP")
-    assert.are.equal(0, test_code)
-    assert.matches("1..3\n", test)
+    for _, where in ipairs({ "cd " .. dir .. " && " .. bin .. " test --output=TAP",
+                             "cd / && " .. bin .. " test --output=TAP " .. dir .. "/spec" }) do
+      local test, test_err, test_code = sh(where)
+      assert.are.equal(0, test_code, where .. ": " .. test .. test_err)
+      assert.matches("1..3\n", test)
+      assert.not_matches("not ok", test)
+    end
+  end)
+
+  it("says next how to run this eutaxy: its path when PATH finds no eutaxy, or another one", function()
+    local out, _, code = sh("PATH=/usr/bin:/bin " .. bin .. " init " .. dir)
+    assert.are.equal(0, code)
+    local real = exe()
+    assert.are.equal(("next: cd %s && %s check visits.sim.lua && %s test\n"):format(dir, real, real),
+      out:match("\n(next: .*)$"))
+  end)
+
+  it("says next a bare eutaxy when PATH finds this one, as after cmake --install", function()
+    local onpath = fresh_dir()
+    assert.is_true(os.execute("mkdir '" .. onpath .. "'"))
+    local real = exe()
+    assert.is_true(os.execute("ln -s '" .. real .. "' '" .. onpath .. "/eutaxy'"))
+    local out, _, code = sh("PATH='" .. onpath .. "':/usr/bin:/bin " .. bin .. " init " .. dir)
+    os.execute("rm -rf '" .. onpath .. "'")
+    assert.are.equal(0, code)
+    assert.are.equal(("next: cd %s && eutaxy check visits.sim.lua && eutaxy test\n"):format(dir),
+      out:match("\n(next: .*)$"))
   end)
 
   it("writes a scenario that finds the bug its README shows how to plant", function()

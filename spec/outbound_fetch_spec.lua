@@ -79,7 +79,8 @@ describe("eutaxy.fetch in a world", function()
     assert.has_error(function() world{ ["https://echo.example/path"] = ECHO } end,
       'testing.world: services["https://echo.example/path"]: the key must be an origin such as "https://payments.example"')
     assert.has_error(function() world{ ["https://echo.example"] = { module = DIR .. "missing.lua" } } end,
-      'testing.world: services["https://echo.example"].module: no file ' .. DIR .. "missing.lua")
+      'testing.world: services["https://echo.example"].module: no file spec/' .. DIR .. "missing.lua (relative to the "
+        .. "calling file), nor " .. DIR .. "missing.lua (relative to the working directory)")
   end)
 end)
 

@@ -7,12 +7,12 @@
 local testing = {}
 
 ---@class eutaxy.WorldOptions
----@field config? string a wrangler.jsonc
----@field main? string the worker's entry; overrides the config's
+---@field config? string a wrangler.jsonc; a relative path here, in main, dir or a service's module is relative to the calling file's folder, else to the working directory
+---@field main? string the worker's entry; overrides the config's (then relative to the config's folder)
 ---@field bindings? table<string, string> { NS = "Class" }, to work without a config
 ---@field vars? table<string, eutaxy.Var> env's vars, over the config's vars and its .dev.vars
 ---@field crons? string[] cron expressions the worker's scheduled() answers, to work without a config
----@field dir? string the folder main is relative to, without a config (".")
+---@field dir? string the folder main is relative to, without a config (without dir, main is found as config is)
 ---@field sql? table<string, table<string, eutaxy.check.SqlSeed>> { NS = { name = { schema =, rows = } } }
 ---@field services? table<string, { module: string, sql?: eutaxy.check.SqlSeed }> by origin: the services eutaxy.fetch reaches
 ---@field seed? integer the seed of uuid, math.random and newUniqueId (0)

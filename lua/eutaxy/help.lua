@@ -125,10 +125,11 @@ help.commands = {
     synopsis = "[BUSTED-ARGS]",
     summary = "run busted specs (default: the spec/ folder)",
     description = "Runs busted inside the eutaxy binary, with eutaxy's modules on the path, so specs run "
-      .. "under the same build (sanitizers included) as the host. Every argument goes to busted; see "
-      .. "busted --help for its own options, such as --output=TAP and --filter.",
+      .. "under the same build (sanitizers included) as the host. Every argument goes to busted: its own "
+      .. "options, such as --output=TAP and --filter, follow this text in eutaxy test --help. A relative "
+      .. "path a spec gives testing.world is relative to the spec's folder, wherever busted runs from.",
     options = {
-      { "-h, --help", "this text (busted's own: busted --help)" },
+      { "-h, --help", "this text, then busted's options" },
     },
     exit = "0 every spec passed, 1 one failed",
   },
@@ -138,7 +139,8 @@ help.commands = {
     summary = "run a Lua script with eutaxy's modules",
     description = "Runs FILE, Lua source (not bytecode), as the lua command would, with arg set and eutaxy's "
       .. "modules on the path: "
-      .. "require \"eutaxy.testing\" builds a world, as a spec does.",
+      .. "require \"eutaxy.testing\" builds a world, as a spec does. require finds the modules beside FILE "
+      .. "(after eutaxy's own), and a relative path FILE gives testing.world is relative to FILE's folder.",
     options = {
       { "-h, --help", "this text (only as the first argument: later ones go to FILE)" },
     },
@@ -284,15 +286,33 @@ function help.roff()
   out[#out + 1] = ".SH ENVIRONMENT"
   out[#out + 1] = ".TP"
   out[#out + 1] = ".B EUTAXY_LUADIR"
-  out[#out + 1] = roff_escape("the folder eutaxy's Lua modules are loaded from, instead of the one built in")
+  out[#out + 1] = roff_escape("the folder eutaxy's Lua modules are loaded from, instead of the source tree's lua/ "
+    .. "(the binary in its build folder) or, installed, PREFIX/share/eutaxy/lua beside PREFIX/bin/eutaxy")
   out[#out + 1] = ".TP"
   out[#out + 1] = ".B EUTAXY_LUACDIR"
-  out[#out + 1] = roff_escape("the folder of the bytecode the build compiled eutaxy's modules to, instead of the one "
-    .. "built in; a module is loaded from it only when its bytecode was compiled from the very file found and is "
+  out[#out + 1] = roff_escape("the folder of the bytecode the build compiled eutaxy's modules to, instead of the "
+    .. "build's luac/ or, installed, PREFIX/share/eutaxy/luac; a module is loaded from it only when its bytecode was compiled from the very file found and is "
     .. "not older than it, else parsed from its source (EUTAXY_LUACDIR=/dev/null parses every one)")
   out[#out + 1] = ".SH SEE ALSO"
   out[#out + 1] = ".BR busted (1)"
   return table.concat(out, "\n") .. "\n"
+end
+
+--- busted's options, as `busted --help` prints them, for `eutaxy test --help`:
+--- busted runs inside the binary, so its own --help cannot be reached.
+---@return string
+function help.busted()
+  local ok, cli = pcall(require, "busted.modules.cli")
+  if not ok then return "busted's options: busted is not installed (Debian's lua-busted)\n" end
+  -- the default output busted.runner picks for this stdout
+  local has_term, term = pcall(require, "term")
+  local tty = has_term and term.isatty(io.stdout)
+  local parser = cli({ standalone = false, output = tty and "utfTerminal" or "plainTerminal" })
+  parser:set_name("eutaxy test")
+  -- busted's parser answers --help as an error: its text, between "NAME: error: " and a hint to re-run
+  local _, text = parser:parse({ "--help" })
+  text = tostring(text):gsub("^eutaxy test: error: ", ""):gsub("\n?; re%-run with %-%-help for usage%.%s*$", "")
+  return text:gsub("\n*$", "\n")
 end
 
 --- `eutaxy help [COMMAND]`; returns the exit code.
@@ -311,6 +331,7 @@ function help.main(argv)
   end
   if by_name[name] then
     io.stdout:write(help.text(name))
+    if name == "test" then io.stdout:write("\n", help.busted()) end
     return 0
   end
   local names = {}

@@ -83,6 +83,27 @@ function starter.write(dir, fs)
   end
 end
 
+-- s as one shell word.
+local function shell_word(s)
+  if s:find("^[%w/._+,:=@%%-]+$") then return s end
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+--- How the user runs this eutaxy: `eutaxy`, as installed (cmake --install)
+--- when that is what PATH finds, else the binary's own path (a build that
+--- is not installed, or another eutaxy first on PATH).
+---@param fs table eutaxy.fs
+---@return string
+function starter.command(fs)
+  local exe = fs.exe and fs.exe()
+  if not exe then return "eutaxy" end
+  for dir in (os.getenv("PATH") or ""):gmatch("[^:]+") do
+    local found = fs.realpath(dir .. "/eutaxy")
+    if found then return found == exe and "eutaxy" or shell_word(exe) end
+  end
+  return shell_word(exe)
+end
+
 --- `eutaxy init DIR`; returns the exit code.
 ---@param argv string[]
 ---@return integer
@@ -105,14 +126,16 @@ function starter.main(argv)
     io.stderr:write("eutaxy init: which folder? usage: eutaxy init DIR\n")
     return 2
   end
-  local ok, err = pcall(starter.write, dir, require "eutaxy.fs")
+  local fs = require "eutaxy.fs"
+  local ok, err = pcall(starter.write, dir, fs)
   if not ok then
     if type(err) ~= "table" then error(err, 0) end
     io.stderr:write("eutaxy init: ", err.message, "\n")
     return err.code
   end
   io.stdout:write(("eutaxy init: wrote %s (%s)\n"):format(dir, table.concat(starter.FILES, ", ")))
-  io.stdout:write(("next: cd %s && eutaxy check visits.sim.lua && eutaxy test\n"):format(dir))
+  local eutaxy = starter.command(fs)
+  io.stdout:write(("next: cd %s && %s check visits.sim.lua && %s test\n"):format(shell_word(dir), eutaxy, eutaxy))
   return 0
 end
 

@@ -15,6 +15,7 @@ local errors = require "eutaxy.errors"
 local http = require "eutaxy.http"
 local ids = require "eutaxy.id"
 local seed = require "eutaxy.seed"
+local normalize = require("eutaxy.fingerprint").normalize
 
 local testing = {}
 
@@ -99,9 +100,48 @@ local function seed_sql(w, sql)
   end
 end
 
+-- Where a relative path a spec or a script gives testing.world is looked
+-- up: first from the folder of the file that calls testing.world, so a spec
+-- finds its files wherever busted was started; then from the working
+-- directory, where specs written before that rule named them from (and
+-- still do: "spec/fixtures/..." from spec/*_spec.lua). The caller is the
+-- first Lua function above testing.world (pcall and other C functions
+-- skipped); a `return testing.world{...}` leaves no frame of its own, and
+-- the function it returns to stands for it.
+local function caller_dir()
+  for level = 3, math.huge do
+    local info = debug.getinfo(level, "S")
+    if not info then return nil end
+    if info.what ~= "C" then
+      local file = info.source:match("^@(.+)$")
+      return file and (file:match("^(.*)/[^/]*$") or ".")
+    end
+  end
+end
+
+local function exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- path, found as said above; an absolute one as it is. Nil and a message
+-- naming where it was looked for when it is nowhere; what: "file" or "folder".
+local function locate(path, base, what)
+  if path:sub(1, 1) == "/" or not base or base == "." then
+    if exists(path) then return path end
+    return nil, ("no %s %s"):format(what, path)
+  end
+  local near = normalize(base .. "/" .. path)
+  if exists(near) then return near end
+  if exists(path) then return path end
+  return nil, ("no %s %s (relative to the calling file), nor %s (relative to the working directory)")
+    :format(what, near, path)
+end
+
 -- services = { ["https://payments.example"] = { module = "payments.lua", sql = { schema = ..., rows = ... } } }:
 -- bindings the world is made with, sorted by origin, and their seeds.
-local function service_bindings(services, bindings)
+local function service_bindings(services, bindings, base)
   local list = {}
   for _, b in ipairs(bindings) do list[#list + 1] = b end
   if services == nil then return list, {} end
@@ -117,16 +157,18 @@ local function service_bindings(services, bindings)
     if type(sv) ~= "table" or type(sv.module) ~= "string" then
       error(what .. " must be { module = \"file.lua\", sql = ... }", 0)
     end
-    local f = io.open(sv.module, "r")
-    if not f then error(what .. ".module: no file " .. sv.module, 0) end
-    f:close()
-    list[#list + 1] = { name = parsed.origin, class_name = parsed.origin, entry = sv.module }
+    local module, missing = locate(sv.module, base, "file")
+    if not module then error(what .. ".module: " .. missing, 0) end
+    list[#list + 1] = { name = parsed.origin, class_name = parsed.origin, entry = module }
     if sv.sql ~= nil then seeds[#seeds + 1] = { origin = parsed.origin, sql = sv.sql, what = what .. ".sql" } end
   end
   return list, seeds
 end
 
---- A new world. services: the services outside that eutaxy.fetch reaches
+--- A new world. A relative path in opts (config, main, dir, a service's
+--- module) is relative to the folder of the file that calls testing.world,
+--- spec or script, or, when nothing is there, to the working directory.
+--- services: the services outside that eutaxy.fetch reaches
 --- by origin, each a module whose fetch(request, env, ctx) answers (as
 --- sim.service in a scenario), with its tables seeded by sql. vars = {
 --- NAME = value } sets env's vars over the config's vars and its .dev.vars.
@@ -134,21 +176,32 @@ end
 ---@return eutaxy.World
 function testing.world(opts)
   opts = opts or {}
+  local base = caller_dir()
+  -- the path in opts[field], found (locate), when it is a string
+  local function find(field)
+    local path = opts[field]
+    if type(path) ~= "string" then return path end
+    local found, missing = locate(path, base, field == "dir" and "folder" or "file")
+    if not found then error("testing.world: " .. field .. ": " .. missing, 3) end
+    return found
+  end
   local cfg
   if opts.config then
-    cfg = config.load(opts.config)
+    cfg = config.load(find("config"))
     -- main may name another entry of the same project (a fixed twin, say)
     if opts.main then
       cfg.main = opts.main:sub(1, 1) == "/" and opts.main or (cfg.dir .. "/" .. opts.main:gsub("^%./", ""))
     end
   else
-    cfg = config.inline({ main = opts.main, bindings = opts.bindings, crons = opts.crons }, opts.dir or ".")
+    local dir = find("dir")
+    cfg = config.inline({ main = dir and opts.main or find("main"), bindings = opts.bindings, crons = opts.crons },
+                        dir or ".")
     -- modules beside the worker are found, as they are beside a wrangler.jsonc
     cfg.dir = cfg.main:match("^(.*)/[^/]*$") or cfg.dir
   end
   local got_vars, vars = pcall(config.env, cfg, opts.vars, "testing.world")
   if not got_vars then error(vars, 2) end
-  local bindings, service_seeds = service_bindings(opts.services, cfg.bindings)
+  local bindings, service_seeds = service_bindings(opts.services, cfg.bindings, base)
   local ok, w = pcall(core.world, {
     entry = cfg.main, projectdir = cfg.dir, libdir = config.libdir(), bindings = bindings, vars = vars,
     crons = cfg.crons, seed = opts.seed or 0, start = opts.start, echo = opts.echo, memLimit = opts.memLimit,

@@ -1,11 +1,13 @@
 --- The lease pool in a world on the virtual clock: two projects lease a
 -- runner, five minutes pass in no time, the alarm takes both leases back.
---   ./build/eutaxy run scenarios/lease-pool/demo.lua
+--   eutaxy run scenarios/lease-pool/demo.lua
+-- The config's path is relative to this file, and require finds schema.lua
+-- beside it, from whatever folder the command runs.
 local testing = require "eutaxy.testing"
 
 local world = testing.world {
-  config = "scenarios/lease-pool/wrangler.jsonc",
-  sql = { POOL = { pool = dofile("scenarios/lease-pool/schema.lua") } },
+  config = "wrangler.jsonc",
+  sql = { POOL = { pool = require "schema" } },
 }
 for _, project in ipairs({ "p-1", "p-2" }) do
   local response = world:fetch("/projects/" .. project .. "/lease", { method = "POST" })

@@ -1,16 +1,18 @@
 --- The counter in a world of its own, on a virtual clock.
---   eutaxy test
+--   eutaxy test              (in the project's folder; from anywhere: eutaxy test PROJECT/spec)
 local testing = require "eutaxy.testing"
 
 describe("the counter", function()
   local world
 
   before_each(function()
-    world = testing.world { config = "wrangler.jsonc", seed = 1 }
+    -- relative to this file's folder, wherever the specs run from
+    world = testing.world { config = "../wrangler.jsonc", seed = 1 }
   end)
 
   after_each(function()
-    world:close()
+    if world then world:close() end
+    world = nil
   end)
 
   it("counts each request", function()
