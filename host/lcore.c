@@ -704,6 +704,7 @@ static int finish_slot(lua_State *L, eu_world *w, int slot) {
   rc = eu_world_run_until_done(w, slot, err, sizeof err);
   if (rc != EU_OK) return luaL_error(L, "%s", err);
   eu_world_slot_take(w, slot, &data, &len);
+  if (!data) return 0;  /* no answer: the client went away (a reset struck the worker's request) */
   rc = eu_clone_decode(L, data, len, &n, err, sizeof err);
   free(data);
   if (rc != EU_OK) return luaL_error(L, "%s", err);

@@ -103,6 +103,14 @@ describe("an armed fault", function()
     assert.are.equal(0, counter:nap(1))
   end)
 
+  it("resets the worker while its request waits when no object is named: the request gets no answer", function()
+    world:faults { { kind = "reset" } }
+    local line
+    local msg = raised(function() line = here(); world:fetch("/pay") end)
+    assert.are.equal(line .. ": the request got no answer: the worker went away while it waited (a reset)", msg)
+    assert.matches("fault  reset at req%-1#1 while the worker waits for effect #0 %(DO:COUNTER pay%)", world:trace())
+  end)
+
   it("fails a cron's invocation (cron-fail), which is retried", function()
     world:close()
     world = testing.world { main = "spec/fixtures/world-helpers/worker.lua", crons = { "* * * * *" },
@@ -232,5 +240,27 @@ describe("world:faults on a bad fault", function()
     assert.are.equal("world:faults expects a list of faults; wrap this one in { }", refused { kind = "reset" })
     assert.are.equal("world:faults expects a list of faults, got \"reset\"", refused("reset"))
     assert.are.equal("world:faults: faults[1] must be a table { kind = ..., ... }, got \"reset\"", refused { "reset" })
+  end)
+end)
+
+describe("an armed fault on WebSockets", function()
+  it("drops a client in place of its next message (ws-drop), and hibernates the object before one (hibernate)", function()
+    local world = testing.world { config = "spec/fixtures/websocket/wrangler.jsonc", seed = 1 }
+    local ann = world:websocket("http://localhost/?name=ann")
+    world:faults {
+      { kind = "ws-drop", object = { "ROOM", "lobby" } },
+      { kind = "hibernate", object = { "ROOM", "lobby" } },
+    }
+    ann:send("one")
+    assert.are.equal("closed", ann:state())
+    local bob = world:websocket("http://localhost/?name=bob")
+    bob:send("two")
+    local log = {}
+    for _, r in ipairs(world:rows("ROOM", "lobby", "SELECT what FROM log ORDER BY seq")) do log[#log + 1] = r.what end
+    -- the object saw ann go with 1006, and was built again (init) for bob's message: its sockets stayed open
+    assert.are.same({ "init", "close ann 1006  false", "init", "bob text two" }, log)
+    assert.are.equal("open", bob:state())
+    assert.are.same({}, world:faults())
+    world:close()
   end)
 end)

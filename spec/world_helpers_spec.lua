@@ -125,8 +125,8 @@ describe("runInDurableObject", function()
         line = here(); local _ = instance.hits
       end)
     end)
-    assert.are.equal(line .. ": runInDurableObject: DO:COUNTER(c) was reset while the function ran: "
-      .. "its invocation has ended", msg)
+    assert.are.equal(line .. ": runInDurableObject: the invocation in DO:COUNTER(c) has ended while the function ran "
+      .. "(a reset or a limit ended it)", msg)
   end)
 
   it("refuses instance and state once the function has returned", function()

@@ -26,6 +26,10 @@ local sorted_keys = seed.sorted_keys
 
 local function answer(r, level)
   if r[1] then return unpack(r, 2, r.n) end
+  if r.n == 0 then
+    -- a reset struck the worker while the request waited: its client went away
+    error("the request got no answer: the worker went away while it waited (a reset)", level + 1)
+  end
   local e = r[2]
   if type(e) == "table" then e = errors.from_wire(e) end
   error(e, level + 1)
@@ -431,6 +435,9 @@ end
 function World:runInDurableObject(...)
   local binding, hex, name, i = object_of(self, "runInDurableObject", 2, ...)
   local fn = select(i, ...)
+  if self._bindings[binding] ~= "object" then
+    error("runInDurableObject: " .. binding .. " is a service, not a Durable Object", 2)
+  end
   if type(fn) ~= "function" then
     error("runInDurableObject: after the object comes a function(instance, state), got " .. describe(fn), 2)
   end
@@ -448,7 +455,8 @@ function World:runInDurableObject(...)
     if not live then return nil, "runInDurableObject: instance and state belong to its function, which has returned" end
     local reply = pack(w:visit_step(task, ...))
     if reply.n == 0 then
-      return nil, "runInDurableObject: " .. tag .. " was reset while the function ran: its invocation has ended"
+      return nil, "runInDurableObject: the invocation in " .. tag .. " has ended while the function ran (a reset "
+        .. "or a limit ended it)"
     end
     if reply[1] == false and type(reply[2]) == "string" then
       -- the request's own two values (what and which) come before the user's
