@@ -1297,7 +1297,7 @@ local function save_regression(o, r)
     say("--save-regression: %s is a regression of the scenario already", regression_words(r, r.regression))
     return nil
   end
-  local file = r.defined.file
+  local file = r.defined.file or o.file
   if file ~= o.file then
     say("--save-regression: the scenario is defined in %s, not in %s: add { schedule = \"%s\", invariant = \"%s\" } "
       .. "to its regressions by hand", tostring(file), o.file, r.schedule, r.invariant)

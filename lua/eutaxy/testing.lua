@@ -523,9 +523,11 @@ function World:runInDurableObject(...)
 
   local results = pack(pcall(fn, instance, state))
   live = false
-  local ended = pack(w:visit_step(task, "end"))
+  -- fn may have closed the world, or a reset ended the invocation: then there is nothing to end
+  local ended = pack(pcall(w.visit_step, w, task, "end"))
   if not results[1] then error(results[2], 0) end
-  if ended.n > 0 and not ended[1] then visit_error(ended[2], 2) end
+  if not ended[1] then error(ended[2], 2) end
+  if ended.n > 1 and not ended[2] then visit_error(ended[3], 2) end
   return unpack(results, 2, results.n)
 end
 
