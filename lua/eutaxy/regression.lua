@@ -37,8 +37,9 @@ local function tokens(src)
     elseif c:find("%s") then
       i = i + 1
     elseif src:find("^%-%-", i) then
-      local close = src:find(LONG_OPEN, i + 2) == i + 2 and long_end(i + 2)
-      if src:find(LONG_OPEN, i + 2) == i + 2 and not close then return nil, "a comment that never ends", start_line end
+      local long = src:find(LONG_OPEN, i + 2) == i + 2
+      local close = long and long_end(i + 2)
+      if long and not close then return nil, "a comment that never ends", start_line end
       local e = close or (src:find("\n", i, true) or n + 1) - 1
       local _, breaks = src:sub(i, e):gsub("\n", "")
       line = line + breaks
@@ -217,9 +218,9 @@ local function regressions_list(toks, open, close)
   return nil
 end
 
--- src with text inserted into the table between toks[open] and toks[close]
--- as its last element; indent_unit for a new level of a table laid out on
--- lines.
+-- src with an element added at the end of the table between toks[open] and
+-- toks[close]: text_of(indent, on_lines) writes it, indented for a table laid
+-- out on lines (a line of its own), or inline for one on a single line.
 local function append(src, toks, open, close, text_of)
   local last, last_i = before(toks, close)
   local empty = last_i == open
@@ -297,7 +298,5 @@ function regression.save(path, line, entry)
   end
   return "added"
 end
-
-regression.tokens = tokens
 
 return regression
