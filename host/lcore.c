@@ -351,6 +351,31 @@ static int c_fault(lua_State *L) {
   return 1;
 }
 
+/* visit_reply(ok, ...): runInDurableObject's invocation answers the request
+ * it ran (ok false: it failed, and its turn is rolled back) and yields until
+ * the next, which it returns. A reply that cannot be cloned is not sent:
+ * nil and why come back at once. */
+static int c_visit_reply(lua_State *L) {
+  eu_task *t = eu_world_running(L);
+  char err[EU_ERRLEN];
+  eu_buf b;
+  char *payload;
+  size_t len;
+  int ok = lua_toboolean(L, 1);
+  if (!t || !lua_isyieldable(L)) return luaL_error(L, "visit_reply belongs to a runInDurableObject invocation");
+  eu_buf_init(&b);
+  if (eu_clone_encode(L, 1, lua_gettop(L), &b, err, sizeof err) != EU_OK) {
+    eu_buf_free(&b);
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  payload = eu_buf_take(&b, &len);
+  if (eu_task_visit_reply(t, ok, payload, len) != EU_OK)
+    return luaL_error(L, "visit_reply belongs to a runInDurableObject invocation");
+  return lua_yield(L, 0);
+}
+
 /* id_class(Id): the class whose tables cross as ids (clone.h), in this state. */
 static int c_id_class(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -528,6 +553,7 @@ static const luaL_Reg isolate_funcs[] = {
   {"in_invocation", c_in_invocation},
   {"no_retry", c_no_retry},
   {"uuid", c_uuid},
+  {"visit_reply", c_visit_reply},
   {"wait_until", c_wait_until},
   {"id_from_name", c_id_from_name},
   {"new_unique_id", c_new_unique_id},
@@ -558,7 +584,7 @@ int eu_world_open_core(lua_State *L) {
 
 typedef struct lworld {
   eu_world *w;
-  int calls, fetches;
+  int calls, fetches, visits;
   int borrowed;  /* lent by the checker for one run: closing it is not ours to do */
 } lworld;
 
@@ -678,6 +704,7 @@ static int finish_slot(lua_State *L, eu_world *w, int slot) {
   rc = eu_world_run_until_done(w, slot, err, sizeof err);
   if (rc != EU_OK) return luaL_error(L, "%s", err);
   eu_world_slot_take(w, slot, &data, &len);
+  if (!data) return 0;  /* no answer: the client went away (a reset struck the worker's request) */
   rc = eu_clone_decode(L, data, len, &n, err, sizeof err);
   free(data);
   if (rc != EU_OK) return luaL_error(L, "%s", err);
@@ -713,7 +740,7 @@ static int w_call(lua_State *L) {
   }
   payload = eu_buf_take(&b, &len);
   snprintf(label, sizeof label, "call-%d", ++lw->calls);
-  return finish_slot(L, lw->w, eu_world_submit(lw->w, EU_CALL_RPC, o, method, payload, len, label, 1));
+  return finish_slot(L, lw->w, eu_world_submit_host(lw->w, EU_CALL_RPC, o, method, payload, len, label));
 }
 
 /* w:fetch(wire_request [, ns, hex, name]) -> ok, wire_response | error.
@@ -733,7 +760,7 @@ static int w_fetch(lua_State *L) {
   }
   payload = eu_buf_take(&b, &len);
   snprintf(label, sizeof label, "req-%d", ++lw->fetches);
-  return finish_slot(L, lw->w, eu_world_submit(lw->w, EU_CALL_FETCH, target, "fetch", payload, len, label, 1));
+  return finish_slot(L, lw->w, eu_world_submit_host(lw->w, EU_CALL_FETCH, target, "fetch", payload, len, label));
 }
 
 static int w_advance(lua_State *L) {
@@ -889,6 +916,144 @@ static int w_kv_put(lua_State *L) {
   return 0;
 }
 
+/* w:kv(ns, hex, name) -> { [key] = value, ... }: an object's key-value
+ * storage, committed state only (nothing can be in a turn between steps). */
+static int w_kv(lua_State *L) {
+  lworld *lw = check_world(L);
+  eu_object *o = check_object(L, lw->w, 2);
+  char err[EU_ERRLEN];
+  eu_store *s = eu_object_store(lw->w, o, err, sizeof err);
+  lua_Integer i, n;
+  int rc;
+  if (!s) return luaL_error(L, "%s", err);
+  if (eu_store_in_turn(s)) return luaL_error(L, "the object is in the middle of a turn");
+  eu_world_observe(lw->w, o);
+  eu_lstore_push(L, s);
+  lua_getfield(L, -1, "list");
+  lua_remove(L, -2);
+  rc = lua_pcall(L, 0, 1, 0);
+  if (rc != LUA_OK) {
+    eu_store_rollback(s);
+    return lua_error(L);
+  }
+  if (eu_store_commit(s) != EU_OK) return luaL_error(L, "commit failed: %s", eu_store_errmsg(s));
+  n = luaL_len(L, -1);
+  lua_createtable(L, 0, (int)n);
+  for (i = 1; i <= n; i++) {
+    lua_geti(L, -2, i);
+    lua_getfield(L, -1, "key");
+    lua_getfield(L, -2, "value");
+    lua_settable(L, -4);
+    lua_pop(L, 1);
+  }
+  return 1;
+}
+
+/* w:objects([binding]) -> { { binding =, hex =, name = }, ... }: the objects
+ * the world has made (of binding, if given), in the order they came to be. */
+static int w_objects(lua_State *L) {
+  lworld *lw = check_world(L);
+  int ns = lua_isnoneornil(L, 2) ? -1 : check_ns(L, lw->w, 2);
+  int i, n = eu_world_nobjects(lw->w), k = 0;
+  lua_newtable(L);
+  for (i = 0; i < n; i++) {
+    eu_object *o = eu_world_object_at(lw->w, i);
+    const char *binding = eu_object_binding(lw->w, o);
+    if (ns >= 0 && strcmp(binding, eu_world_binding_name(lw->w, ns)) != 0) continue;
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, binding);
+    lua_setfield(L, -2, "binding");
+    lua_pushstring(L, eu_object_hex(o));
+    lua_setfield(L, -2, "hex");
+    if (eu_object_name(o)) {
+      lua_pushstring(L, eu_object_name(o));
+      lua_setfield(L, -2, "name");
+    }
+    lua_rawseti(L, -2, ++k);
+  }
+  return 1;
+}
+
+/* w:visit(ns, hex, name) -> task, ok, class name | task, false, error:
+ * starts runInDurableObject's invocation and runs until it waits. */
+static int w_visit(lua_State *L) {
+  lworld *lw = check_world(L);
+  eu_object *o = check_object(L, lw->w, 2);
+  char label[32];
+  int64_t task = 0;
+  int slot;
+  snprintf(label, sizeof label, "run-%d", ++lw->visits);
+  slot = eu_world_visit(lw->w, o, label, &task);
+  lua_settop(L, 1);
+  lua_pushinteger(L, (lua_Integer)task);
+  return 1 + finish_slot(L, lw->w, slot);
+}
+
+/* w:visit_step(task, ...) -> ok, ... (the reply), or nothing when the
+ * invocation waits for no request (it ended, or a reset ended it). */
+static int w_visit_step(lua_State *L) {
+  lworld *lw = check_world(L);
+  int64_t task = (int64_t)luaL_checkinteger(L, 2);
+  char err[EU_ERRLEN];
+  eu_buf b;
+  char *payload;
+  size_t len;
+  int slot;
+  eu_buf_init(&b);
+  if (eu_clone_encode(L, 3, lua_gettop(L) - 2, &b, err, sizeof err) != EU_OK) {
+    eu_buf_free(&b);
+    lua_pushboolean(L, 0);
+    lua_pushfstring(L, "DataCloneError: what the function sends into the object cannot be cloned: %s", err);
+    return 2;
+  }
+  payload = eu_buf_take(&b, &len);
+  slot = eu_world_visit_step(lw->w, task, payload, len);
+  if (slot == 0) return 0;
+  if (slot < 0) return luaL_error(L, "out of memory");
+  lua_settop(L, 1);
+  return finish_slot(L, lw->w, slot);
+}
+
+/* w:arm_fault(kind, ns|nil, hex|nil, method|nil, when, skip) -> id */
+static int w_arm_fault(lua_State *L) {
+  static const char *const whens[] = { "any", "before", "waiting", NULL };
+  lworld *lw = check_world(L);
+  eu_fault_arm a;
+  int id = 0, rc;
+  memset(&a, 0, sizeof a);
+  a.kind = eu_fault_parse(luaL_checkstring(L, 2));
+  luaL_argcheck(L, a.kind != 0, 2, "not a fault kind");
+  a.ns = lua_isnoneornil(L, 3) ? -1 : check_ns(L, lw->w, 3);
+  snprintf(a.hex, sizeof a.hex, "%s", luaL_optstring(L, 4, ""));
+  snprintf(a.method, sizeof a.method, "%s", luaL_optstring(L, 5, ""));
+  a.when = luaL_checkoption(L, 6, "any", whens);
+  a.skip = (int)luaL_optinteger(L, 7, 0);
+  luaL_argcheck(L, a.skip >= 0, 7, "must not be negative");
+  if ((rc = eu_world_arm_fault(lw->w, &a, &id)) != EU_OK)
+    return luaL_error(L, rc == EU_ENOMEM ? "out of memory" : "this world cannot take armed faults");
+  lua_pushinteger(L, id);
+  return 1;
+}
+
+/* w:armed() -> { id, ... }: the armed faults that have not struck, in the order armed */
+static int w_armed(lua_State *L) {
+  lworld *lw = check_world(L);
+  const eu_fault_arm *arms;
+  int i, n = eu_world_armed(lw->w, &arms);
+  lua_createtable(L, n, 0);
+  for (i = 0; i < n; i++) {
+    lua_pushinteger(L, arms[i].id);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+static int w_disarm(lua_State *L) {
+  lworld *lw = check_world(L);
+  eu_world_disarm(lw->w);
+  return 0;
+}
+
 void eu_lworld_push(lua_State *L, eu_world *w, int borrowed) {
   lworld *lw = lua_newuserdatauv(L, sizeof *lw, 0);
   memset(lw, 0, sizeof *lw);
@@ -1014,6 +1179,13 @@ static const luaL_Reg world_methods[] = {
   {"has_isolate", w_has_isolate},
   {"trace", w_trace},
   {"kv_put", w_kv_put},
+  {"kv", w_kv},
+  {"objects", w_objects},
+  {"visit", w_visit},
+  {"visit_step", w_visit_step},
+  {"arm_fault", w_arm_fault},
+  {"armed", w_armed},
+  {"disarm", w_disarm},
   {"ws_connect", w_ws_connect},
   {"ws_client", w_ws_client},
   {"ws_seen", w_ws_seen},

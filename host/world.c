@@ -43,14 +43,14 @@
 enum { EU_EV_START = 1, EU_EV_RESUME, EU_EV_ALARM, EU_EV_CRASH, EU_EV_ARRIVE, EU_EV_CRON, EU_EV_GATE,
        EU_EV_WS_IN, EU_EV_WS_DUE };
 enum { EU_TASK_FETCH = 1, EU_TASK_RPC, EU_TASK_ALARM, EU_TASK_SCHEDULED, EU_TASK_WAIT_UNTIL, EU_TASK_BLOCK,
-       EU_TASK_BRANCH, EU_TASK_WS };
+       EU_TASK_BRANCH, EU_TASK_WS, EU_TASK_VISIT };
 
 /* How long ctx.blockConcurrencyWhile may keep an object's input gate shut:
  * past it, as on Cloudflare, the object is reset. */
 #define EU_GATE_TIMEOUT_MS 30000
 
 enum { EU_BREAK_NONE = 0, EU_BREAK_GATE, EU_BREAK_ABORT };
-enum { EU_WAIT_NONE = 0, EU_WAIT_CALL, EU_WAIT_SLEEP, EU_WAIT_ALL, EU_WAIT_WOKEN, EU_WAIT_OUTBOUND };
+enum { EU_WAIT_NONE = 0, EU_WAIT_CALL, EU_WAIT_SLEEP, EU_WAIT_ALL, EU_WAIT_WOKEN, EU_WAIT_OUTBOUND, EU_WAIT_HOST };
 
 #define EU_LABEL 128
 #define EU_FORMAT_MAX 160   /* bytes of a value shown in the trace */
@@ -163,6 +163,7 @@ struct eu_task {
   int cron_lost;        /* fault: its outcome is lost */
   int cron_asked;       /* started by eu_world_run_cron: not retried */
   int no_retry;         /* its handler called controller:noRetry() */
+  int visit_failed;     /* runInDurableObject: its last request failed, so its turn is rolled back */
   /* A waitUntil: its function, a registry reference in its isolate until it
    * starts; the task whose end starts it (0 once that ended); the slot
    * whose answer, once taken, starts it instead (opts.hold_wait_until). */
@@ -279,6 +280,12 @@ struct eu_world {
   int capws_ids;
   char **kept;
   int nkept, capkept;
+  /* faults a spec armed (eu_world_arm_fault), in the order armed, and the
+   * union of their kinds: the fault points of those kinds are reached even
+   * when the run injects none */
+  eu_fault_arm *arms;
+  int narms, caparms, arm_ids;
+  unsigned armed_kinds;
 };
 
 /* An arena a rewind took back, with the image of the runtime its last
@@ -537,12 +544,102 @@ static const char *fault_lifeline(eu_world *w, const char *label, char *out, siz
   return out;
 }
 
-/* A fault point: the choice between no fault and each kind in kinds that the
- * run may still inject. label says where ("req-1#1 effect #0 (DO:POOL acquire)"),
- * lifeline who is hit there (NULL: see fault_lifeline). */
-static int fault_on(eu_world *w, unsigned kinds, const char *label, const char *lifeline) {
-  int options[EU_FAULT_NKINDS], n = 1, k, i, open = w->faults_used < w->o.max_faults;
+/* Where a fault point is, for the faults a spec armed (eu_fault_arm). */
+typedef struct fault_site {
+  const eu_object *obj;  /* the object struck; NULL for the worker */
+  const char *method;    /* the invocation there */
+  int when;              /* EU_ARM_BEFORE, EU_ARM_WAITING, or EU_ARM_ANY */
+  unsigned also;         /* kinds only an armed fault may take here: a bound of the run keeps the chooser off them */
+} fault_site;
+
+static void note_armed_kinds(eu_world *w) {
+  int i;
+  w->armed_kinds = 0;
+  for (i = 0; i < w->narms; i++) w->armed_kinds |= EU_FAULT_BIT(w->arms[i].kind);
+}
+
+/* The kind of the first armed fault that the point offers and matches, now
+ * disarmed, or EU_FAULT_NONE. A match still to let pass counts one down. */
+static int strike_armed(eu_world *w, unsigned kinds, const fault_site *at) {
+  const eu_object *o = at ? at->obj : NULL;
+  const char *method = at ? at->method : NULL;
+  int i, k;
+  if (at) kinds |= at->also;
+  for (i = 0; i < w->narms; i++) {
+    eu_fault_arm *a = &w->arms[i];
+    if (!(kinds & EU_FAULT_BIT(a->kind))) continue;
+    if (a->ns >= 0 && (!o || o->ns != a->ns)) continue;
+    if (a->hex[0] && (!o || strcmp(o->hex, a->hex) != 0)) continue;
+    if (a->method[0] && (!method || strcmp(method, a->method) != 0)) continue;
+    if (a->when != EU_ARM_ANY && (!at || at->when != a->when)) continue;
+    if (a->skip > 0) {
+      a->skip--;
+      continue;
+    }
+    k = a->kind;
+    memmove(a, a + 1, (size_t)(w->narms - i - 1) * sizeof *a);
+    w->narms--;
+    note_armed_kinds(w);
+    return k;
+  }
+  return EU_FAULT_NONE;
+}
+
+int eu_world_arm_fault(eu_world *w, const eu_fault_arm *a, int *id) {
+  if (a->kind <= EU_FAULT_NONE || a->kind >= EU_FAULT_NKINDS || w->o.checkpoints) return EU_EINVAL;
+  if (w->narms == w->caparms) {
+    int cap = w->caparms ? w->caparms * 2 : 8;
+    eu_fault_arm *p = realloc(w->arms, (size_t)cap * sizeof *p);
+    if (!p) return EU_ENOMEM;
+    w->arms = p;
+    w->caparms = cap;
+  }
+  w->arms[w->narms] = *a;
+  w->arms[w->narms].hex[sizeof a->hex - 1] = '\0';
+  w->arms[w->narms].method[sizeof a->method - 1] = '\0';
+  *id = w->arms[w->narms].id = ++w->arm_ids;
+  w->narms++;
+  note_armed_kinds(w);
+  return EU_OK;
+}
+
+int eu_world_armed(eu_world *w, const eu_fault_arm **arms) {
+  *arms = w->arms;
+  return w->narms;
+}
+
+void eu_world_disarm(eu_world *w) {
+  w->narms = 0;
+  w->armed_kinds = 0;
+}
+
+/* Whether a fault point offering one of kinds is worth reaching: the run
+ * may inject one of them, or a spec armed one. */
+static int may_fault(eu_world *w, unsigned kinds) {
+  return ((w->o.faults | w->armed_kinds) & kinds) != 0;
+}
+
+/* Fault k strikes at label: the log, the trace and the event log say so. */
+static int struck(eu_world *w, int k, const char *label, const char *lifeline, int armed) {
   char who[64];
+  w->faults_used++;
+  w->fault_kinds_used |= EU_FAULT_BIT(k);
+  eu_buf_printf(&w->fault_log, "%s at %s\n", eu_fault_name(k), label);
+  trace(w, "fault  %s at %s%s", eu_fault_name(k), label, armed ? " (armed by the spec)" : "");
+  if (TRACING(w))
+    record(w, "fault", lifeline ? lifeline : fault_lifeline(w, label, who, sizeof who), NULL,
+           "%s at %s", eu_fault_name(k), label);
+  return k;
+}
+
+/* A fault point: the choice between no fault and each kind in kinds that the
+ * run may still inject, after any fault a spec armed for it. label says
+ * where ("req-1#1 effect #0 (DO:POOL acquire)"), lifeline who is hit there
+ * (NULL: see fault_lifeline), at what an armed fault matches (NULL: nothing
+ * of an object's). */
+static int fault_on(eu_world *w, unsigned kinds, const char *label, const char *lifeline, const fault_site *at) {
+  int options[EU_FAULT_NKINDS], n = 1, k, i, open = w->faults_used < w->o.max_faults;
+  if (w->narms && (k = strike_armed(w, kinds, at)) != EU_FAULT_NONE) return struck(w, k, label, lifeline, 1);
   options[0] = EU_FAULT_NONE;
   kinds &= w->o.faults;
   if (!open) {
@@ -557,18 +654,19 @@ static int fault_on(eu_world *w, unsigned kinds, const char *label, const char *
   k = i > 0 && i < n ? options[i] : EU_FAULT_NONE;
   if (w->o.fault_point) w->o.fault_point(w->o.fault_point_ud, label, kinds, 1, k);
   if (k == EU_FAULT_NONE) return EU_FAULT_NONE;
-  w->faults_used++;
-  w->fault_kinds_used |= EU_FAULT_BIT(k);
-  eu_buf_printf(&w->fault_log, "%s at %s\n", eu_fault_name(k), label);
-  trace(w, "fault  %s at %s", eu_fault_name(k), label);
-  if (TRACING(w))
-    record(w, "fault", lifeline ? lifeline : fault_lifeline(w, label, who, sizeof who), NULL,
-           "%s at %s", eu_fault_name(k), label);
-  return k;
+  return struck(w, k, label, lifeline, 0);
 }
 
+/* A fault point of Lua code of the host's (the fanout runner) or of the
+ * drive: an armed fault matches the object whose invocation runs. */
 int eu_world_fault(eu_world *w, unsigned kinds, const char *label) {
-  return fault_on(w, kinds, label, NULL);
+  fault_site site;
+  memset(&site, 0, sizeof site);
+  if (w->running && w->running->obj->ns >= 0) {
+    site.obj = w->running->obj;
+    site.method = w->running->method;
+  }
+  return fault_on(w, kinds, label, NULL, &site);
 }
 
 int eu_world_faults_used(eu_world *w) { return w->faults_used; }
@@ -1757,9 +1855,14 @@ static void fail(eu_world *w, eu_task *t, lua_State *co) {
  * would have sent is lost. */
 static void strike_waiting(eu_world *w, eu_task *t) {
   char label[sizeof t->wait_point];
+  fault_site site;
   memcpy(label, t->wait_point, sizeof label);
   t->wait_point[0] = '\0';
-  if (fault_on(w, EU_FAULT_BIT(EU_FAULT_RESET), label, t->obj->tag) != EU_FAULT_RESET) return;
+  memset(&site, 0, sizeof site);
+  site.obj = t->obj->ns >= 0 ? t->obj : NULL;
+  site.method = t->method;
+  site.when = EU_ARM_WAITING;
+  if (fault_on(w, EU_FAULT_BIT(EU_FAULT_RESET), label, t->obj->tag, &site) != EU_FAULT_RESET) return;
   if (t->obj->ns >= 0) {
     eu_world_reset(w, t->obj);
     return;
@@ -1798,9 +1901,11 @@ static int busy(eu_world *w, eu_object *o);
 static void run_turn(eu_world *w, eu_task *t, int nargs) {
   eu_object *o = t->obj;
   int64_t id = t->id;
-  char label[EU_LABEL + 120];
+  char label[EU_LABEL + 120], method[sizeof t->method];
+  fault_site site;
   label[0] = '\0';
-  if (o->ns >= 0 && (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET))) {
+  memcpy(method, t->method, sizeof method);  /* t may be gone after its turn */
+  if (o->ns >= 0 && may_fault(w, EU_FAULT_BIT(EU_FAULT_RESET))) {
     char who[EU_LABEL];
     if (t->kind == EU_TASK_ALARM) snprintf(who, sizeof who, "%s", t->label);
     else fault_label(w, who, sizeof who, t->root, t->effect, o->ns, t->method);
@@ -1812,7 +1917,11 @@ static void run_turn(eu_world *w, eu_task *t, int nargs) {
     return;
   }
   if (!label[0] || w->stopped || find_task(w, id) || !o->iso || !busy(w, o)) return;
-  if (fault_on(w, EU_FAULT_BIT(EU_FAULT_RESET), label, o->tag) == EU_FAULT_RESET) eu_world_reset(w, o);
+  memset(&site, 0, sizeof site);
+  site.obj = o;
+  site.method = method;
+  site.when = EU_ARM_WAITING;
+  if (fault_on(w, EU_FAULT_BIT(EU_FAULT_RESET), label, o->tag, &site) == EU_FAULT_RESET) eu_world_reset(w, o);
 }
 
 /* A coroutine of a task: its stack belongs to one invocation. */
@@ -1825,6 +1934,7 @@ static int task_thread(void *ud, lua_State *th) {
 }
 
 static void turn_body(eu_world *w, eu_task *t, int nargs);
+static void visit_replied(eu_world *w, eu_task *t);
 
 /* Under reduction, a worker turn writes the worker's isolate only when
  * what outlives it changed (heapprint.h); any other is a read. */
@@ -1877,7 +1987,8 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
       return;
     }
     lua_settop(co, 0);
-    if (end_turn(w, o, t, 1, err, sizeof err) != EU_OK) {
+    /* a request of runInDurableObject's function that failed leaves nothing behind */
+    if (end_turn(w, o, t, !t->visit_failed, err, sizeof err) != EU_OK) {
       /* The output gate could not open: the invocation cannot go on. */
       t->waiting = EU_WAIT_NONE;
       trace(w, "%s  %s", t->label, err);
@@ -1885,6 +1996,7 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
       finish(w, t, 0, NULL, 0);
       return;
     }
+    if (t->kind == EU_TASK_VISIT && t->waiting == EU_WAIT_HOST) visit_replied(w, t);
     if (t->wait_point[0] && !w->stopped) strike_waiting(w, t);
     return;
   }
@@ -1938,7 +2050,7 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
         trace(w, "%s  done", t->label);
         record(w, "note", o->tag, NULL, "alarm done");
       } else if (t->kind == EU_TASK_SCHEDULED || t->kind == EU_TASK_WAIT_UNTIL || t->kind == EU_TASK_BLOCK ||
-                 t->kind == EU_TASK_BRANCH || t->kind == EU_TASK_WS) {
+                 t->kind == EU_TASK_BRANCH || t->kind == EU_TASK_WS || t->kind == EU_TASK_VISIT) {
         trace(w, "%s  done", t->label);
         record(w, "note", o->tag, NULL, "%s done", t->label);
       }
@@ -1959,6 +2071,7 @@ static const char *kind_name(int kind) {
   case EU_TASK_BRANCH: return "run";
   case EU_TASK_BLOCK: return "block";
   case EU_TASK_WS: return "ws";
+  case EU_TASK_VISIT: return "visit";
   default: return "call";
   }
 }
@@ -2138,14 +2251,19 @@ static void start_task(eu_world *w, eu_task *t, const char *data, size_t len) {
   /* Between invocations an object may be reset: in-memory state lost. A
    * waitUntil's function lives in the isolate: a reset before it starts is
    * one at the end of the invocation that asked for it. */
-  if (o->iso && o->ns >= 0 && (w->o.faults & (EU_FAULT_BIT(EU_FAULT_RESET) | EU_FAULT_BIT(EU_FAULT_HIBERNATE))) &&
+  if (o->iso && o->ns >= 0 && may_fault(w, EU_FAULT_BIT(EU_FAULT_RESET) | EU_FAULT_BIT(EU_FAULT_HIBERNATE)) &&
       !busy(w, o) && t->kind != EU_TASK_WAIT_UNTIL && t->kind != EU_TASK_BLOCK && t->kind != EU_TASK_BRANCH) {
     char label[EU_LABEL];
-    if (t->kind == EU_TASK_ALARM) snprintf(label, sizeof label, "%s", t->label);
+    fault_site site;
+    if (t->kind == EU_TASK_ALARM || t->kind == EU_TASK_VISIT) snprintf(label, sizeof label, "%s", t->label);
     else fault_label(w, label, sizeof label, t->root, t->effect, o->ns, t->method);
     kinds = EU_FAULT_BIT(EU_FAULT_RESET);
     if (eu_world_ws_live(w, o)) kinds |= EU_FAULT_BIT(EU_FAULT_HIBERNATE);
-    fault = fault_on(w, kinds, label, o->tag);
+    memset(&site, 0, sizeof site);
+    site.obj = o;
+    site.method = t->method;
+    site.when = EU_ARM_BEFORE;
+    fault = fault_on(w, kinds, label, o->tag, &site);
     if (fault == EU_FAULT_RESET) {
       eu_world_reset(w, o);
       if (t->kind == EU_TASK_WS) {
@@ -2222,6 +2340,7 @@ static void resume_task(eu_world *w, eu_task *t, const char *data, size_t len) {
 static void fire_alarm(eu_world *w, eu_object *o, int64_t gen) {
   int has = 0, retry = 0, fault, cap;
   unsigned kinds;
+  fault_site site;
   int64_t at = 0;
   eu_task *t;
   char label[EU_LABEL];
@@ -2267,7 +2386,11 @@ static void fire_alarm(eu_world *w, eu_object *o, int64_t gen) {
   else record(w, "alarm", o->tag, NULL, "alarm #%d fires", o->alarm_firings);
   kinds = EU_FAULT_BIT(EU_FAULT_ALARM_FAIL);
   if (o->alarm_redeliveries < w->o.max_redeliveries) kinds |= EU_FAULT_BIT(EU_FAULT_ALARM_LOST);
-  fault = fault_on(w, kinds, label, o->tag);
+  memset(&site, 0, sizeof site);
+  site.obj = o;
+  site.method = "alarm";
+  site.also = EU_FAULT_BIT(EU_FAULT_ALARM_LOST);
+  fault = fault_on(w, kinds, label, o->tag, &site);
   if (fault == EU_FAULT_ALARM_FAIL) {
     /* It threw before its first commit: nothing it did is kept. */
     o->alarm_running = 0;
@@ -2305,6 +2428,7 @@ static void fire_cron(eu_world *w, int i, int retry, int64_t due) {
   unsigned kinds;
   int fault;
   eu_task *t;
+  fault_site site;
   if (i < 0 || i >= w->ncrons) return;
   expr = w->cron_exprs[i];
   /* the next firing is due whatever becomes of this one */
@@ -2319,7 +2443,10 @@ static void fire_cron(eu_world *w, int i, int retry, int64_t due) {
   else record(w, "alarm", w->worker->tag, NULL, "%s fires: %s", t->label, expr);
   kinds = EU_FAULT_BIT(EU_FAULT_CRON_FAIL);
   if (w->cron_counts[i].redeliveries < w->o.max_redeliveries) kinds |= EU_FAULT_BIT(EU_FAULT_CRON_LOST);
-  fault = fault_on(w, kinds, t->label, w->worker->tag);
+  memset(&site, 0, sizeof site);
+  site.method = "scheduled";
+  site.also = EU_FAULT_BIT(EU_FAULT_CRON_LOST);
+  fault = fault_on(w, kinds, t->label, w->worker->tag, &site);
   if (fault == EU_FAULT_CRON_FAIL) {
     /* The platform failed before the handler ran: nothing of it happened. */
     cron_failed(w, t, 0);
@@ -2485,7 +2612,7 @@ eu_task *eu_world_running(lua_State *L) {
  * worker has no client of its own to go away: its request's is the one its
  * invocation waits with. */
 static int resettable_wait(eu_world *w, eu_task *t) {
-  return (w->o.faults & EU_FAULT_BIT(EU_FAULT_RESET)) && !(t->kind == EU_TASK_BRANCH && t->obj->ns < 0);
+  return may_fault(w, EU_FAULT_BIT(EU_FAULT_RESET)) && !(t->kind == EU_TASK_BRANCH && t->obj->ns < 0);
 }
 
 /* ---- eutaxy.all --------------------------------------------------------
@@ -2598,13 +2725,17 @@ int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t n
     eu_buf_free(&tmp);
   }
   fault = EU_FAULT_NONE;
-  if (w->o.faults) {
+  if (w->o.faults || w->narms) {
     /* A service outside is no Durable Object: it is never overloaded so. */
     unsigned kinds = EU_FAULT_BIT(EU_FAULT_RPC_FAIL) | EU_FAULT_BIT(EU_FAULT_AMBIGUOUS) |
                      EU_FAULT_BIT(EU_FAULT_CALLER_CRASH);
+    fault_site site;
     kinds |= EU_FAULT_BIT(eu_world_is_service(w, ns) ? EU_FAULT_FETCH_TIMEOUT : EU_FAULT_OVERLOADED);
     fault_label(w, label, sizeof label, t->root, effect, ns, method);
-    fault = fault_on(w, kinds, label, t->obj->tag);
+    memset(&site, 0, sizeof site);
+    site.obj = target;
+    site.method = method;
+    fault = fault_on(w, kinds, label, t->obj->tag, &site);
   }
   if (TRACING(w)) {
     eu_buf tmp;
@@ -2857,8 +2988,147 @@ int eu_world_run_alarm(eu_world *w, eu_object *o) {
   o->alarm_running = 1;
   o->alarm_gen++;  /* the scheduled firing is this one */
   trace(w, "%s  runs now (asked for)", label);
+  if (w->narms) {
+    /* A spec may have armed alarm-fail or alarm-lost for the alarm it runs. */
+    fault_site site;
+    int fault;
+    memset(&site, 0, sizeof site);
+    site.obj = o;
+    site.method = "alarm";
+    site.also = EU_FAULT_BIT(EU_FAULT_ALARM_FAIL) | EU_FAULT_BIT(EU_FAULT_ALARM_LOST);
+    fault = fault_on(w, 0, label, o->tag, &site);
+    if (fault == EU_FAULT_ALARM_FAIL) {
+      o->alarm_running = 0;
+      alarm_failed(w, o, retry);
+      answer_error(w, t, "Error", "the alarm failed before it committed (alarm-fail): it is retried on the backoff "
+                   "ladder", 0, 1);
+      free_task(w, t);
+      reconcile_alarm(w, o);
+      return slot;
+    }
+    t->alarm_lost = fault == EU_FAULT_ALARM_LOST;
+  }
   start_task(w, t, NULL, 0);
   return slot;
+}
+
+int eu_world_submit_host(eu_world *w, int kind, eu_object *target, const char *method, char *payload,
+                         size_t len, const char *event) {
+  int fault = EU_FAULT_NONE, slot, rc;
+  if (target && target->ns >= 0 && (w->o.faults || w->narms)) {
+    unsigned kinds = EU_FAULT_BIT(EU_FAULT_RPC_FAIL) | EU_FAULT_BIT(EU_FAULT_AMBIGUOUS) |
+                     EU_FAULT_BIT(EU_FAULT_OVERLOADED);
+    char label[EU_LABEL];
+    fault_site site;
+    snprintf(label, sizeof label, "%.40s#1 (%s%.30s %.40s)", event, eu_world_is_service(w, target->ns) ? "service " : "DO:",
+             w->bindings[target->ns].name, method);
+    memset(&site, 0, sizeof site);
+    site.obj = target;
+    site.method = method;
+    fault = fault_on(w, kinds, label, event, &site);
+  }
+  if (fault == EU_FAULT_RPC_FAIL || fault == EU_FAULT_OVERLOADED) {
+    /* Lost on the way, or refused: the target's code never runs. */
+    char *data;
+    size_t dlen;
+    free(payload);
+    if (!(slot = new_slot(w))) return 0;
+    if (fault == EU_FAULT_OVERLOADED) rc = error_payload_of(w, "Error", EU_OVERLOADED_MESSAGE, 0, 0, 1, &data, &dlen);
+    else rc = error_payload(w, "Error", EU_LOST_MESSAGE, 0, 1, &data, &dlen);
+    if (rc != EU_OK) {
+      w->slots[slot - 1].used = 0;
+      return 0;
+    }
+    trace(w, "%s  %s %s: %s", event, target->tag, method,
+          fault == EU_FAULT_OVERLOADED ? "refused, overloaded" : "lost before it arrived");
+    w->slots[slot - 1].data = data;
+    w->slots[slot - 1].len = dlen;
+    w->slots[slot - 1].done = 1;
+    return slot;
+  }
+  return submit(w, kind, target, method, payload, len, event, 1, 0, fault == EU_FAULT_AMBIGUOUS);
+}
+
+/* ---- runInDurableObject ------------------------------------------------
+ *
+ * A spec's function runs in the spec's own Lua state, never in the isolate:
+ * a function cannot cross into one (its upvalues would not come along, and
+ * bytecode is no sandbox's to load). What the function does to the object,
+ * reading or setting a field, calling a method, using storage, goes to one
+ * invocation of the object as a request, which runtime.lua carries out as a
+ * turn of that invocation and answers (eu_task_visit_reply). Between
+ * requests the invocation waits (EU_WAIT_HOST) as at a yield point: its turn
+ * is committed, and other events may reach the object meanwhile, as they
+ * may while any invocation awaits a call. */
+
+int eu_world_visit(eu_world *w, eu_object *o, const char *event, int64_t *task) {
+  eu_task *t;
+  int slot = new_slot(w);
+  if (!slot) return 0;
+  t = new_task(w, EU_TASK_VISIT, o, "runInDurableObject", event);
+  if (!t) {
+    w->slots[slot - 1].used = 0;
+    return 0;
+  }
+  t->origin_slot = slot;
+  t->ident = eu_mix64(eu_hash64(event, strlen(event), 0x5eed), 0x7151u);
+  t->root = new_root(w, event, 1);
+  trace(w, "%s  %s runInDurableObject", event, o->tag);
+  record(w, "send", event, o->tag, "runInDurableObject");
+  if (push_event(w, EU_EV_START, w->sched.now, t->id, 0, NULL, 0) != EU_OK) {
+    free_task(w, t);
+    w->slots[slot - 1].used = 0;
+    return 0;
+  }
+  *task = t->id;
+  return slot;
+}
+
+int eu_world_visit_step(eu_world *w, int64_t task, char *payload, size_t len) {
+  eu_task *t = find_task(w, task);
+  int slot;
+  if (!t || t->kind != EU_TASK_VISIT || t->waiting != EU_WAIT_HOST || !t->co) {
+    free(payload);
+    return 0;
+  }
+  if (!(slot = new_slot(w))) {
+    free(payload);
+    return EU_ENOMEM;
+  }
+  if (push_event(w, EU_EV_RESUME, w->sched.now, t->id, 0, payload, len) != EU_OK) {
+    w->slots[slot - 1].used = 0;
+    return EU_ENOMEM;
+  }
+  t->origin_slot = slot;
+  t->waiting = EU_WAIT_WOKEN;
+  return slot;
+}
+
+int eu_task_visit_reply(eu_task *t, int ok, char *payload, size_t len) {
+  eu_world *w = t->obj->w;
+  eu_slot *s;
+  if (t->kind != EU_TASK_VISIT || !t->origin_slot || t->origin_slot > w->nslots ||
+      !w->slots[t->origin_slot - 1].used) {
+    free(payload);
+    return EU_EINVAL;
+  }
+  /* The reply waits in its slot for the turn to commit (visit_replied): a
+   * commit that fails answers with its error instead. */
+  s = &w->slots[t->origin_slot - 1];
+  free(s->data);
+  s->data = payload;
+  s->len = len;
+  t->visit_failed = !ok;
+  t->waiting = EU_WAIT_HOST;
+  return EU_OK;
+}
+
+/* The turn of t's request has ended: its reply goes to the host. */
+static void visit_replied(eu_world *w, eu_task *t) {
+  if (t->origin_slot > 0 && t->origin_slot <= w->nslots && w->slots[t->origin_slot - 1].used)
+    w->slots[t->origin_slot - 1].done = 1;
+  t->origin_slot = 0;
+  t->visit_failed = 0;
 }
 
 int eu_world_run_cron(eu_world *w, const char *expr, char *err, size_t errlen) {
@@ -3165,8 +3435,12 @@ static void ws_dispatch_in(eu_world *w, int64_t id) {
     /* a scripted client may go instead of sending */
     unsigned kinds = EU_FAULT_BIT(EU_FAULT_WS_DROP) | EU_FAULT_BIT(EU_FAULT_WS_CLOSE);
     int fault;
+    fault_site site;
     snprintf(label, sizeof label, "%.40s before message #%d to %.50s", event, k, o->tag);
-    fault = fault_on(w, kinds, label, s->client);
+    memset(&site, 0, sizeof site);
+    site.obj = o;
+    site.method = "webSocketMessage";
+    fault = fault_on(w, kinds, label, s->client, &site);
     if (fault == EU_FAULT_WS_DROP || fault == EU_FAULT_WS_CLOSE) {
       eu_buf_reset(&s->inbox);
       s->script.n = 0;
@@ -3974,6 +4248,7 @@ void eu_world_free(eu_world *w) {
   eu_buf_free(&w->trace);
   eu_buf_free(&w->fault_log);
   eu_buf_free(&w->events);
+  free(w->arms);
   for (i = 0; i < w->nsocks; i++) ws_free(w->socks[i]);
   free(w->socks);
   eu_buf_free(&w->ws_sent);

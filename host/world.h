@@ -203,6 +203,24 @@ int eu_world_run_alarm(eu_world *w, eu_object *o);
  * results or its error. A run asked for is not retried when it fails.
  * EU_EINVAL for an expression the world has no cron of, EU_ENOMEM. */
 int eu_world_run_cron(eu_world *w, const char *expr, char *err, size_t errlen);
+/* runInDurableObject (testing.lua): an invocation of o that a function of
+ * the host drives, one request at a time. eu_world_visit queues it and
+ * returns the slot that answers once it has started (true and the class's
+ * name, or false and the error that kept it from starting); *task names it.
+ * eu_world_visit_step hands the waiting invocation a request (encoded
+ * values; taken) and returns the slot of the reply, or 0, the request
+ * dropped, when it waits for none (it ended, or a reset ended it), or
+ * EU_ENOMEM. Each
+ * request runs as a turn of the invocation: committed when it replies, rolled
+ * back when the reply is an error; the request ("end") ends the invocation. */
+int eu_world_visit(eu_world *w, eu_object *o, const char *event, int64_t *task);
+int eu_world_visit_step(eu_world *w, int64_t task, char *payload, size_t len);
+/* A call from the host's own code (a spec's) to an object: as
+ * eu_world_submit, and a fault point as an object's call is (rpc-fail,
+ * ambiguous, overloaded), where only a fault armed for it strikes in a world
+ * with no fault kinds. */
+int eu_world_submit_host(eu_world *w, int kind, eu_object *target, const char *method, char *payload,
+                         size_t len, const char *event);
 int eu_world_slot_done(eu_world *w, int slot);
 /* The answer; the slot is released. */
 int eu_world_slot_take(eu_world *w, int slot, char **data, size_t *len);
@@ -334,6 +352,37 @@ void eu_world_retarget(eu_world *w, const eu_world_opts *o);
 int eu_world_fault(eu_world *w, unsigned kinds, const char *label);  /* a fault point; 0 or the kind */
 int eu_world_faults_used(eu_world *w);
 const eu_buf *eu_world_fault_log(eu_world *w);  /* one "<kind> at <where>" line per fault */
+/* Faults a spec arms (world:faults in testing.lua). An armed fault strikes
+ * once, at the first fault point that offers its kind and matches, whatever
+ * the world's chooser, its fault kinds and its bounds; the points it passes
+ * over choose as they would without it. Matching, field by field (an empty
+ * or negative field matches anything):
+ *   ns, hex   the object struck: a call's target, the alarm's object, the
+ *             object reset or hibernated, a WebSocket's object
+ *   method    the invocation there: the call's method (fetch for stub:fetch),
+ *             "alarm", the invocation starting, waiting or just ended where a
+ *             reset strikes, "webSocketMessage"
+ *   when      for reset and hibernate: EU_ARM_BEFORE, between invocations as
+ *             one starts; EU_ARM_WAITING, while an invocation waits at a yield
+ *             point (or another of the object's has just ended)
+ *   skip      matching points to let pass before it strikes */
+enum { EU_ARM_ANY = 0, EU_ARM_BEFORE, EU_ARM_WAITING };
+typedef struct eu_fault_arm {
+  int kind;           /* EU_FAULT_*, not EU_FAULT_NONE */
+  int ns;             /* -1: any */
+  char hex[65];       /* "": any */
+  char method[64];    /* "": any */
+  int when;
+  int skip;
+  int id;             /* set by eu_world_arm_fault */
+} eu_fault_arm;
+/* Arms a copy of a and sets *id to name it. EU_EINVAL for a bad kind or a
+ * world that keeps checkpoints (a checker's), EU_ENOMEM. */
+int eu_world_arm_fault(eu_world *w, const eu_fault_arm *a, int *id);
+/* The armed faults that have not struck, in the order armed; *arms is the
+ * world's, valid until the next call that arms, strikes or disarms. */
+int eu_world_armed(eu_world *w, const eu_fault_arm **arms);
+void eu_world_disarm(eu_world *w);
 unsigned eu_world_fault_kinds_used(eu_world *w);
 int eu_world_capped(eu_world *w);               /* an alarm did not fire because of alarm_caps */
 void eu_world_stop(eu_world *w);                /* the chooser gave up on this run */
@@ -385,6 +434,11 @@ eu_object *eu_world_self(lua_State *L);   /* the object whose isolate L is; NULL
 int eu_task_call(eu_task *t, int ns, const char *hex, const char *name, size_t namelen, char *payload,
                  size_t len, const char *method);
 int eu_task_sleep(eu_task *t, int64_t ms);
+/* The reply of a runInDurableObject invocation (eu_world_visit) to its
+ * request (encoded values; taken), from its isolate: ok 0 says the request
+ * failed, and the turn is rolled back. The binding then yields until the next
+ * request. EU_EINVAL for a task that is no such invocation. */
+int eu_task_visit_reply(eu_task *t, int ok, char *payload, size_t len);
 /* ctx.waitUntil(fn) of the invocation running in L's isolate: fnref, a
  * registry reference to fn in that isolate (the world's from now on), runs
  * as an invocation of its own once the asking one has ended and answered,

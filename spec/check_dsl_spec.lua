@@ -47,7 +47,7 @@ describe("durableObjectTable", function()
   it("refuses a binding, name or table that is not a non-empty string", function()
     assert.are.equal("durableObjectTable: the binding (first argument) must be a non-empty string, got nil",
       raised_here(function() sim.durableObjectTable(nil, "pool", "grants") end))
-    assert.are.equal('durableObjectTable: the object name (second argument) must be a non-empty string, got ""',
+    assert.are.equal('durableObjectTable: the object name (second argument) must be a non-empty string or an id, got ""',
       raised_here(function() sim.durableObjectTable("POOL", "", "grants") end))
     assert.are.equal("durableObjectTable: the table name (third argument) must be a non-empty string, got a table",
       raised_here(function() sim.durableObjectTable("POOL", "pool", {}) end))
@@ -438,7 +438,7 @@ describe("defineScenario", function()
       raised_here(function() sim.defineScenario(scenario { invariant = {} }) end))
     assert.are.equal('defineScenario: unknown field "Bounds" (did you mean "bounds"?)',
       raised_here(function() sim.defineScenario(scenario { Bounds = {} }) end))
-    assert.are.equal('defineScenario: unknown field "timeout" (fields: name, seed, worker, vars, setup, services, drive, invariants, bounds, faults)',
+    assert.are.equal('defineScenario: unknown field "timeout" (fields: name, seed, worker, vars, setup, services, drive, invariants, bounds, faults, regressions)',
       raised_here(function() sim.defineScenario(scenario { timeout = 5 }) end))
     assert.are.equal('defineScenario: worker has an unknown field "main" (fields: entry, config)',
       raised_here(function() sim.defineScenario(scenario { worker = { entry = "a", config = "b", main = "c" } }) end))
@@ -977,7 +977,8 @@ describe("sim.variant", function()
   it("refuses to replace what makes the scenario what it is", function()
     local ok, err = pcall(sim.variant, "../" .. DIR .. "leases.sim.lua", { drive = {} })
     assert.is_false(ok)
-    assert.matches('variant: field "drive" %(fields: name, seed, worker, vars, bounds, faults%) cannot be replaced', err)
+    assert.matches('variant: field "drive" %(fields: name, seed, worker, vars, bounds, faults, regressions%) cannot be '
+      .. "replaced", err)
   end)
 
   it("names a file that does not exist", function()

@@ -24,11 +24,19 @@
 local sim = {}
 
 --- A handle on one SQL table of one object, read at the end of every run.
+--- The object: its name, or its id (state:listDurableObjectIds gives the ids
+--- of objects made with newUniqueId).
 ---@param binding string the binding in wrangler.jsonc, e.g. "POOL"
----@param name string the object's name, as getByName takes it
+---@param object string|eutaxy.Id the object's name, as getByName takes it, or its id
 ---@param table string the table's name
 ---@return eutaxy.check.Table
-function sim.durableObjectTable(binding, name, table) end
+function sim.durableObjectTable(binding, object, table) end
+
+--- A handle on one object's key-value storage, for state:kv.
+---@param binding string the binding in wrangler.jsonc, e.g. "POOL"
+---@param object string|eutaxy.Id the object's name or its id
+---@return eutaxy.check.Kv
+function sim.durableObjectKv(binding, object) end
 
 --- A handle on one SQL table of a service the scenario declares (sim.service).
 ---@param origin string "https://payments.example"
@@ -123,7 +131,7 @@ function sim.defineScenario(t) end
 --- The scenario another file of the same folder defines, with some of its
 --- fields replaced: `return sim.variant("leases.sim.lua", { worker = {...} })`.
 ---@param file string the other scenario, relative to this file's folder
----@param overrides { name?: string, seed?: string|integer, worker?: { entry: string, config: string }, vars?: table<string, eutaxy.Var>, bounds?: table<string, integer>, faults?: eutaxy.check.FaultKind[] }
+---@param overrides { name?: string, seed?: string|integer, worker?: { entry: string, config: string }, vars?: table<string, eutaxy.Var>, bounds?: table<string, integer>, faults?: eutaxy.check.FaultKind[], regressions?: (string|eutaxy.check.RegressionSpec)[] }
 ---@return eutaxy.check.Scenario
 function sim.variant(file, overrides) end
 
@@ -160,6 +168,16 @@ function sim.reached(probe, state) end
 ---@field invariants eutaxy.check.Invariant[]
 ---@field bounds? eutaxy.check.BoundsSpec
 ---@field faults? eutaxy.check.FaultKind[] the kinds to inject; all when absent, none for {}
+---@field regressions? (string|eutaxy.check.RegressionSpec)[] schedules replayed before every exploration (eutaxy check --save-regression writes them)
+
+---@class eutaxy.check.RegressionSpec
+---@field schedule string a replay string, as a VIOLATED report prints it: "1:1:0002"
+---@field invariant? string the invariant it violated when it was saved
+
+---@class eutaxy.check.Regression
+---@field schedule string
+---@field invariant string|nil
+---@field line integer|nil the scenario file's line that holds it
 
 ---@class eutaxy.check.BoundsSpec
 ---@field maxFaultsPerRun? integer faults injected in one run at most (1)
@@ -188,14 +206,24 @@ function sim.reached(probe, state) end
 ---@field invariants eutaxy.check.Invariant[]
 ---@field bounds eutaxy.check.Bounds
 ---@field faults eutaxy.check.FaultKind[]|nil
+---@field regressions eutaxy.check.Regression[]
 ---@field file string
 ---@field line integer
 
 ---@class eutaxy.check.Table
 ---@field kind "eutaxy.table"
 ---@field binding string
----@field name string
+---@field name string|nil nil for an object named by its id
+---@field hex string|nil the object's id, when the handle was made with one
 ---@field table string
+---@field file string
+---@field line integer
+
+---@class eutaxy.check.Kv
+---@field kind "eutaxy.kv"
+---@field binding string
+---@field name string|nil
+---@field hex string|nil
 ---@field file string
 ---@field line integer
 
@@ -268,6 +296,18 @@ function State:rows(handle) end
 ---@param handle eutaxy.check.Table
 ---@return string[]
 function State:columns(handle) end
+
+--- An object's key-value storage where the property looks, as a table by key.
+---@param handle eutaxy.check.Kv|string a handle, or a binding followed by the object's name or id
+---@param object? string|eutaxy.Id
+---@return table<string, any>
+function State:kv(handle, object) end
+
+--- The ids of the objects of a binding that exist where the property looks:
+--- named ones by name, then those made with newUniqueId by id.
+---@param binding string
+---@return eutaxy.Id[]
+function State:listDurableObjectIds(binding) end
 
 ---@class eutaxy.check.Violation
 ---@field invariant string its name

@@ -47,12 +47,60 @@ function World:now() end
 ---@return integer now
 function World:advance(ms) end
 
+---@alias eutaxy.ObjectRef eutaxy.Stub|eutaxy.Id a stub (world.env.NS:getByName(name), :get(id)) or an id
+
 --- Runs the object's alarm now, if one is set: whether one ran, and the error it raised if it did.
----@param binding string
----@param name string
+--- The object: a stub, an id, or a binding and a name.
+---@param object eutaxy.ObjectRef|string
+---@param name? string the object's name, after a binding
 ---@return boolean ran
 ---@return eutaxy.Error|nil err
-function World:runAlarm(binding, name) end
+function World:runAlarm(object, name) end
+
+--- Runs fn(instance, state) inside the object as one invocation, as
+--- cloudflare:test's runInDurableObject does, and returns what fn returns;
+--- an error fn raises is raised again. fn runs in the spec (its upvalues and
+--- asserts work); what it does to instance and state goes into the object,
+--- each a turn of that invocation: reading instance.field gives a clone,
+--- setting it sets a clone, instance:method(...) calls any method of the
+--- instance (private ones, fetch, alarm) and returns clones, state.storage
+--- is the object's storage with the same API as inside, state.id its id.
+--- An object's error raises at the spec's line and rolls back what that
+--- request wrote. Between requests other events may reach the object, as
+--- while an invocation awaits a call.
+---@param object eutaxy.ObjectRef|string a stub, an id, or a binding (then its name, then fn)
+---@param fn fun(instance: eutaxy.Instance, state: eutaxy.InstanceState): ...
+---@return any ...
+---@overload fun(self: eutaxy.World, binding: string, name: string, fn: fun(instance: eutaxy.Instance, state: eutaxy.InstanceState): ...): ...
+function World:runInDurableObject(object, fn) end
+
+--- The ids of the objects of a namespace that exist in the world (made by a
+--- call, a seed, or a look at their storage), named or made with
+--- newUniqueId, in the order they came to be.
+---@param namespace eutaxy.Namespace|string world.env.NS, or the binding's name
+---@return eutaxy.Id[]
+function World:listDurableObjectIds(namespace) end
+
+--- An object's key-value storage (what storage:put wrote), as a table by key.
+---@param object eutaxy.ObjectRef|string a stub, an id, or a binding
+---@param name? string the object's name, after a binding
+---@return table<string, any>
+function World:kv(object, name) end
+
+--- Arms faults of the checker's kinds (eutaxy.check's FAULT_KINDS but
+--- resend): each strikes once, at the first fault point that offers its
+--- kind and matches, in the order armed; nothing else of the run changes.
+--- Without a list: the faults armed that have not struck yet.
+---@param list? eutaxy.ArmedFault[]
+---@return eutaxy.ArmedFault[]|nil
+function World:faults(list) end
+
+--- Raises an error naming every armed fault that never struck, and where it was armed.
+function World:assertFaultsStruck() end
+
+--- Disarms the faults that have not struck, and returns them.
+---@return eutaxy.ArmedFault[]
+function World:clearFaults() end
 
 --- Runs the worker's scheduled() for a cron of triggers.crons now, as if it
 --- fired (controller.scheduledTime is now): what the handler returned, or
@@ -62,13 +110,14 @@ function World:runAlarm(binding, name) end
 ---@return any ...
 function World:runCron(expr) end
 
---- Rows of a query on an object's database, each keyed by column.
----@param binding string
----@param name string
+--- Rows of a query on an object's database, each keyed by column. The
+--- object: a stub or an id, then the query; or a binding, a name, then the query.
+---@param object eutaxy.ObjectRef|string
 ---@param sql string
 ---@param ... nil|boolean|integer|number|string bindings
 ---@return table<string, any>[]
-function World:rows(binding, name, sql, ...) end
+---@overload fun(self: eutaxy.World, binding: string, name: string, sql: string, ...: nil|boolean|integer|number|string): table<string, any>[]
+function World:rows(object, sql, ...) end
 
 --- Rows of a query on a service's database (WorldOptions.services).
 ---@param origin string
@@ -88,10 +137,30 @@ function World:websocket(input, init) end
 --- The object hibernates, as the platform does with an idle one: its
 --- isolate goes (in-memory state lost), its storage and WebSockets stay,
 --- the next event wakes it. False when an invocation is in flight.
----@param binding string
----@param name string
+---@param object eutaxy.ObjectRef|string a stub, an id, or a binding
+---@param name? string the object's name, after a binding
 ---@return boolean
-function World:hibernate(binding, name) end
+function World:hibernate(object, name) end
+
+--- A fault for World:faults.
+---@class eutaxy.ArmedFault
+---@field kind string a fault kind: "rpc-fail", "ambiguous", "caller-crash", "overloaded", "fetch-timeout", "alarm-fail", "alarm-lost", "reset", "hibernate", "cron-fail", "cron-lost", "delivery-fail", "delivery-timeout", "ws-drop", "ws-close"
+---@field call? string "BINDING.method" or "BINDING": the invocation at the point (a call made, "POOL.alarm", the one a reset strikes before or in)
+---@field object? eutaxy.ObjectRef|string[] the object struck: a stub, an id, or { "BINDING", "name" }
+---@field when? "before"|"waiting" reset and hibernate: as an invocation starts, or while one waits at a yield point
+---@field skip? integer matching points to let pass first (0)
+
+--- The object inside runInDurableObject's function: fields read as clones,
+--- set as clones, methods called on the instance; ctx is state, env the world's env.
+---@class eutaxy.Instance
+---@field ctx eutaxy.InstanceState
+---@field env eutaxy.Env
+---@field [string] any
+
+--- state in runInDurableObject's function.
+---@class eutaxy.InstanceState
+---@field id eutaxy.Id
+---@field storage eutaxy.Storage the object's storage, as inside (transactionSync aside)
 
 --- A WebSocket client of a world (World:websocket). Each call runs what it starts.
 ---@class eutaxy.WebSocketClient
@@ -129,15 +198,15 @@ function WebSocketClient:state() end
 function WebSocketClient:closed() end
 
 --- The object loses its in-memory state and keeps its storage.
----@param binding string
----@param name string
-function World:reset(binding, name) end
+---@param object eutaxy.ObjectRef|string a stub, an id, or a binding
+---@param name? string the object's name, after a binding
+function World:reset(object, name) end
 
 --- Whether the object's isolate is alive (constructed and not reset since).
----@param binding string
----@param name string
+---@param object eutaxy.ObjectRef|string a stub, an id, or a binding
+---@param name? string the object's name, after a binding
 ---@return boolean
-function World:isLive(binding, name) end
+function World:isLive(object, name) end
 
 --- Every event of the run, one line each, with virtual times.
 ---@return string

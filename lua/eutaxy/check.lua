@@ -356,7 +356,8 @@ end
 ---@class eutaxy.check.Table
 ---@field kind "eutaxy.table"
 ---@field binding string the Durable Object binding (env.POOL)
----@field name string the object's name (getByName)
+---@field name string|nil the object's name (getByName); nil for an object named by an id only
+---@field hex string|nil the object's id, when the handle was made with one
 ---@field table string the SQL table read at the end of each run
 ---@field file string
 ---@field line integer
@@ -365,23 +366,72 @@ local function is_handle(v)
   return type(v) == "table" and v.kind == "eutaxy.table"
 end
 
-local function describe_table(handle)
-  if handle.service then return string_format("%s in the service %s", handle.table, handle.binding) end
-  return string_format("%s/%s in DO:%s", handle.name, handle.table, handle.binding)
+-- An id as eutaxy.Id has it (state:listDurableObjectIds gives them): a
+-- binding, 64 hex digits, a name if it was made from one.
+local function is_id(v)
+  return type(v) == "table" and type(v.binding) == "string" and type(v.hex) == "string" and #v.hex == 64
+    and not v.hex:find("[^0-9a-f]") and (v.name == nil or type(v.name) == "string")
 end
 
---- A SQL table of a named object, read at the end of every run for the
---- invariants that name it.
+-- The object a handle names: its name, or the start of its id.
+local function object_label(handle)
+  return handle.name or handle.hex:sub(1, 12)
+end
+
+local function describe_table(handle)
+  if handle.service then return string_format("%s in the service %s", handle.table, handle.binding) end
+  return string_format("%s/%s in DO:%s", object_label(handle), handle.table, handle.binding)
+end
+
+-- The object of binding that v, the second argument of fn, names: a name,
+-- or an id of that binding. Returns its name (nil for an id made by
+-- newUniqueId) and its hex (nil for a name).
+local function check_object(site, binding, v, fn)
+  if is_id(v) then
+    if v.binding ~= binding then
+      raise(site, "%s: the object (second argument) is an id of %s, not of %s", fn, v.binding, binding)
+    end
+    return v.name, v.hex
+  end
+  if type(v) ~= "string" or v == "" then
+    raise(site, "%s: the object name (second argument) must be a non-empty string or an id, got %s", fn, got(v))
+  end
+  return v, nil
+end
+
+--- A SQL table of an object, read at the end of every run for the
+--- invariants that name it. The object: its name, or its id (as
+--- state:listDurableObjectIds gives, for an object made with newUniqueId).
 ---@param binding string the binding in wrangler.jsonc, e.g. "POOL"
----@param name string the object's name, as getByName takes it
+---@param object string|eutaxy.Id the object's name, as getByName takes it, or its id
 ---@param table string the table's name
 ---@return eutaxy.check.Table
-function sim.durableObjectTable(binding, name, table)
+function sim.durableObjectTable(binding, object, table)
   local site = call_site()
   check_string(site, binding, "durableObjectTable: the binding (first argument)")
-  check_string(site, name, "durableObjectTable: the object name (second argument)")
+  local name, hex = check_object(site, binding, object, "durableObjectTable")
   check_string(site, table, "durableObjectTable: the table name (third argument)")
-  return { kind = "eutaxy.table", binding = binding, name = name, table = table,
+  return { kind = "eutaxy.table", binding = binding, name = name, hex = hex, table = table,
+           file = site and site.file, line = site and site.line }
+end
+
+---@class eutaxy.check.Kv
+---@field kind "eutaxy.kv"
+---@field binding string
+---@field name string|nil
+---@field hex string|nil
+---@field file string
+---@field line integer
+
+--- An object's key-value storage (what storage:put wrote), for state:kv.
+---@param binding string the binding in wrangler.jsonc, e.g. "POOL"
+---@param object string|eutaxy.Id the object's name or its id
+---@return eutaxy.check.Kv
+function sim.durableObjectKv(binding, object)
+  local site = call_site()
+  check_string(site, binding, "durableObjectKv: the binding (first argument)")
+  local name, hex = check_object(site, binding, object, "durableObjectKv")
+  return { kind = "eutaxy.kv", binding = binding, name = name, hex = hex,
            file = site and site.file, line = site and site.line }
 end
 
@@ -890,10 +940,17 @@ end
 ---@field bounds eutaxy.check.Bounds
 ---@field faults string[]|nil the fault kinds to inject; nil for all of them
 ---@field vars table<string, any>|nil env's vars over the config's and .dev.vars'
+---@field regressions eutaxy.check.Regression[] schedules replayed before every exploration
 ---@field file string
 ---@field line integer
 
-local SCENARIO_FIELDS = { "name", "seed", "worker", "vars", "setup", "services", "drive", "invariants", "bounds", "faults" }
+---@class eutaxy.check.Regression
+---@field schedule string a replay string, as VIOLATED reports it: "1:1:0002"
+---@field invariant string|nil the invariant it violated when it was saved
+---@field line integer|nil the line of the scenario file that holds it
+
+local SCENARIO_FIELDS = { "name", "seed", "worker", "vars", "setup", "services", "drive", "invariants", "bounds", "faults",
+                          "regressions" }
 local WORKER_FIELDS = { "entry", "config" }
 local BOUND_NAMES = {}
 for i, b in ipairs(BOUNDS) do BOUND_NAMES[i] = b[1] end
@@ -1076,6 +1133,83 @@ local function check_faults(site, faults, drive)
   return out
 end
 
+-- Whether s reads as a schedule: the fault count, the drive events kept ("-"
+-- for none, else numbers joined by dots), the decisions (0-9, a-z, A-Z).
+local function is_schedule(s)
+  if type(s) ~= "string" then return false end
+  local cap, events, decisions = s:match("^(%d+):([^:]*):(.*)$")
+  if not cap or decisions:find("[^%w]") then return false end
+  if events == "-" then return true end
+  return events:find("^%d+$") ~= nil or (events:find("^%d+[%d.]*%d$") ~= nil and not events:find("%.%."))
+end
+
+-- The line of the scenario file that holds text, for an entry that has no
+-- DSL call of its own to say where it is.
+local function line_of(site, text)
+  if site == nil then return nil end
+  local f = io.open(site.file, "r")
+  if f == nil then return site end
+  local n, found = 0, nil
+  for line in f:lines() do
+    n = n + 1
+    if line:find(text, 1, true) then found = n break end
+  end
+  f:close()
+  return found and { file = site.file, line = found } or site
+end
+
+local REGRESSION_FIELDS = { "schedule", "invariant" }
+-- Violations the checker reports without an invariant of the scenario's.
+local BUILT_IN = { "no-uncaught-errors", "run-settles" }
+
+-- regressions = { { schedule = "1:1:0002", invariant = "one-runner" }, "0:1:01", ... }:
+-- schedules `eutaxy check --save-regression` wrote, replayed before every
+-- exploration. A string is a schedule alone.
+local function check_regressions(site, regressions, invariants, fn)
+  if regressions == nil then return {} end
+  check_array(site, regressions, fn .. ": regressions", '{ schedule = "...", invariant = "..." } entries')
+  local names, known = {}, {}
+  for _, inv in ipairs(invariants) do
+    if inv.kind ~= "sometimes" then
+      names[#names + 1] = inv.name
+      known[inv.name] = true
+    end
+  end
+  for _, name in ipairs(BUILT_IN) do
+    names[#names + 1] = name
+    known[name] = true
+  end
+  local out, seen = {}, {}
+  for i, entry in ipairs(regressions) do
+    local what = string_format("%s: regressions[%d]", fn, i)
+    local schedule, invariant
+    if type(entry) == "string" then
+      schedule = entry
+    elseif type(entry) == "table" then
+      check_fields(site, entry, REGRESSION_FIELDS, what .. " has an unknown field %s", "fields")
+      schedule, invariant = entry.schedule, entry.invariant
+      if schedule == nil then raise(site, '%s has no schedule (it reads { schedule = "1:1:0002", invariant = ... })', what) end
+    else
+      raise(site, '%s must be { schedule = "1:1:0002", invariant = "..." } or a schedule string, got %s', what, got(entry))
+    end
+    local at = type(schedule) == "string" and line_of(site, schedule) or site
+    if not is_schedule(schedule) then
+      raise(at, '%s.schedule must be a replay string such as "1:1:0002" (faults:events:decisions), got %s', what,
+        got(schedule))
+    end
+    if invariant ~= nil then
+      if type(invariant) ~= "string" then raise(at, "%s.invariant must be a string, got %s", what, got(invariant)) end
+      if not known[invariant] then
+        raise(at, "%s.invariant: the scenario has no invariant %s", what, unknown_name(invariant, names, "invariants"))
+      end
+    end
+    if seen[schedule] then raise(at, "%s: the schedule %s is listed twice", what, render_string(schedule)) end
+    seen[schedule] = true
+    out[i] = { schedule = schedule, invariant = invariant, line = at and at.line }
+  end
+  return out
+end
+
 --- Checks a scenario and returns it normalized: defaults filled in, every
 --- part validated. Raises an error naming the file, line and field of the
 --- first thing wrong.
@@ -1103,10 +1237,11 @@ function sim.defineScenario(t)
   local invariants = check_invariants(site, t.invariants)
   local bounds = check_bounds(site, t.bounds)
   local faults = check_faults(site, t.faults, drive)
+  local regressions = check_regressions(site, t.regressions, invariants, "defineScenario")
   return {
     kind = "eutaxy.scenario", name = t.name, seed = seed, worker = worker, vars = vars, setup = setup,
     services = services, drive = drive, invariants = invariants, bounds = bounds, faults = faults,
-    file = site and site.file, line = site and site.line,
+    regressions = regressions, file = site and site.file, line = site and site.line,
   }
 end
 
@@ -1114,7 +1249,7 @@ end
 ---@type string|nil
 sim.loading = nil
 
-local VARIANT_FIELDS = { "name", "seed", "worker", "vars", "bounds", "faults" }
+local VARIANT_FIELDS = { "name", "seed", "worker", "vars", "bounds", "faults", "regressions" }
 
 --- The scenario that another file of the same folder defines, with some of
 -- its fields replaced: a fixed twin is the planted scenario over another
@@ -1166,10 +1301,13 @@ function sim.variant(file, overrides)
   if overrides.faults ~= nil then faults = check_faults(site_here, overrides.faults, base.drive) end
   local vars = base.vars
   if overrides.vars ~= nil then vars = check_vars(site_here, overrides.vars, "variant") end
+  -- a variant's schedules are its own: the base's were found in another tree
+  local regressions = check_regressions(site_here, overrides.regressions, base.invariants, "variant")
   return {
     kind = "eutaxy.scenario", name = name, seed = seed, worker = worker, vars = vars, setup = base.setup,
     services = base.services, drive = base.drive, invariants = base.invariants, bounds = bounds, faults = faults,
-    file = site_here and site_here.file or base.file, line = site_here and site_here.line or base.line,
+    regressions = regressions, file = site_here and site_here.file or base.file,
+    line = site_here and site_here.line or base.line,
   }
 end
 

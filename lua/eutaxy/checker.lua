@@ -8,6 +8,7 @@ local core = require "eutaxy.core"
 local config = require "eutaxy.config"
 local fingerprint = require "eutaxy.fingerprint"
 local http = require "eutaxy.http"
+local ids = require "eutaxy.id"
 local json = require "eutaxy.json"
 local limits = require "eutaxy.limits"
 local merge = require "eutaxy.merge"
@@ -31,7 +32,7 @@ end
 
 -- The options that shape an exploration, which --merge (reading reports) refuses.
 local EXPLORING = { "--replay", "--random", "--seed", "--shard", "-j", "--check-determinism", "--budget-ms",
-                    "--no-reduction", "--no-restore", "--end-states" }
+                    "--no-reduction", "--no-restore", "--end-states", "--save-regression" }
 
 local function parse_args(argv)
   local o = { jobs = 1, files = {}, given = {} }
@@ -71,6 +72,7 @@ local function parse_args(argv)
     elseif a == "--budget-ms" then o.budget = count(a)
     elseif a == "--quiet" then o.quiet = true
     elseif a == "--end-states" then o.end_states = true
+    elseif a == "--save-regression" then o.save_regression = true
     elseif a == "--merge" then o.merge = true
     elseif a == "-h" or a == "--help" then o.help = true
     elseif a:sub(1, 1) == "-" then bad("unknown option %s", a)
@@ -228,6 +230,17 @@ local function setup_fn(scenario)
   end
 end
 
+-- Lua's string < follows the locale's collation: canonical order compares bytes.
+local function bytewise_less(a, b)
+  if a == b then return false end
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = a:byte(i), b:byte(i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
 -- What an invariant sees of a run: a State is made for one look at the
 -- committed state (the end of a run, or just after a turn), so what it
 -- caches never outlives the turn it was read after.
@@ -264,7 +277,7 @@ end
 
 -- task: the task whose turn was just committed; nil at the end of the run.
 local function new_state(world, answers, kind, task)
-  return setmetatable({ _world = world, _tables = {}, _answers = answers, _kind = kind, _task = task }, State)
+  return setmetatable({ _world = world, _tables = {}, _kv = {}, _answers = answers, _kind = kind, _task = task }, State)
 end
 
 -- The table's rows and columns, read once per look and handle.
@@ -272,17 +285,18 @@ function State:_read(handle)
   local cached = self._tables[handle]
   if cached then return cached end
   local w = self._world
-  local hex = w:id_from_name(handle.binding, handle.name)
+  local hex = handle.hex or w:id_from_name(handle.binding, handle.name)
+  local label = handle.name or handle.hex:sub(1, 12)
   local ok, result = pcall(w.exec, w, handle.binding, hex, handle.name,
     "SELECT * FROM " .. seed.quote_ident(handle.table))
   if not ok then
     local msg = tostring(result)
     if msg:find("no such table") then
       bad("%s:%s: table %s/%s does not exist in DO:%s %s (invariant %q reads it)",
-        handle.file or "?", handle.line or "?", handle.name, handle.table, handle.binding,
+        handle.file or "?", handle.line or "?", label, handle.table, handle.binding,
         self._task and "after the turn of " .. self._task or "at the end of the run", self._reader or "?")
     end
-    bad("%s:%s: reading %s/%s: %s", handle.file or "?", handle.line or "?", handle.name, handle.table, msg)
+    bad("%s:%s: reading %s/%s: %s", handle.file or "?", handle.line or "?", label, handle.table, msg)
   end
   local rows = {}
   for i, raw in ipairs(result.rows) do
@@ -300,6 +314,56 @@ function State:rows(handle) return self:_read(handle).rows end
 
 --- The table's columns, in table order.
 function State:columns(handle) return self:_read(handle).columns end
+
+-- Where the property that is looking was written, for its mistakes.
+function State:_where()
+  local info = debug.getinfo(3, "Sl")
+  return info and info.currentline > 0 and (info.short_src .. ":" .. info.currentline) or "?"
+end
+
+--- An object's key-value storage where the property looks, as a table by
+--- key: state:kv(sim.durableObjectKv("POOL", "pool")), or state:kv("POOL", name or id).
+function State:kv(handle, object)
+  local at = self:_where()
+  if type(handle) == "string" then
+    local ok, h = pcall(sim.durableObjectKv, handle, object)
+    if not ok then bad("%s: state:kv: %s", at, tostring(h):gsub("^[^:]*:%d+: ", "")) end
+    handle = h
+  elseif type(handle) ~= "table" or (handle.kind ~= "eutaxy.kv" and handle.kind ~= "eutaxy.table") then
+    bad("%s: state:kv expects a handle from sim.durableObjectKv, or a binding and an object, got %s", at,
+      type(handle))
+  end
+  local cached = self._kv[handle]
+  if cached then return cached end
+  local w = self._world
+  local ok, kv = pcall(function()
+    return w:kv(handle.binding, handle.hex or w:id_from_name(handle.binding, handle.name), handle.name)
+  end)
+  if not ok then
+    bad("%s: state:kv: reading DO:%s(%s): %s", at, handle.binding, handle.name or handle.hex:sub(1, 12),
+      (tostring(kv):gsub("^[^:]*:%d+: ", "")))
+  end
+  self._kv[handle] = kv
+  return kv
+end
+
+--- The ids of the objects of a binding that exist where the property looks,
+--- named ones by name, then those made with newUniqueId by id: for
+--- sim.durableObjectTable and state:kv to read objects without a name.
+function State:listDurableObjectIds(binding)
+  local ok, list = pcall(self._world.objects, self._world, binding)
+  if type(binding) ~= "string" or not ok then
+    bad("%s: state:listDurableObjectIds: no Durable Object binding named %s", self:_where(), tostring(binding))
+  end
+  table.sort(list, function(a, b)
+    if (a.name == nil) ~= (b.name == nil) then return a.name ~= nil end
+    if a.name then return bytewise_less(a.name, b.name) end
+    return a.hex < b.hex
+  end)
+  local out = {}
+  for i, o in ipairs(list) do out[i] = ids.new(o.binding, o.hex, o.name) end
+  return out
+end
 
 -- The first of the properties to fail on the state, or nil.
 local function look(properties, state)
@@ -347,17 +411,6 @@ end
 -- canonical string, the same bytes exactly when the states are equal: no
 -- table iteration order, no addresses, floats printed exactly, and rows in
 -- an order of their own (SQL gives them in none), then hashed.
-
--- Lua's string < follows the locale's collation: canonical order compares bytes.
-local function bytewise_less(a, b)
-  if a == b then return false end
-  local n = math.min(#a, #b)
-  for i = 1, n do
-    local x, y = a:byte(i), b:byte(i)
-    if x ~= y then return x < y end
-  end
-  return #a < #b
-end
 
 -- One value, tagged by type so 1, 1.0 and "1" differ; a table's keys in the
 -- order of their own encodings.
@@ -417,13 +470,21 @@ local function named_objects(scenario)
       list[#list + 1] = { binding = binding, name = name, key = key }
     end
   end
+  local function add_id(binding, hex)
+    local key = encode({ binding, hex = hex })
+    if not seen[key] then
+      seen[key] = true
+      list[#list + 1] = { binding = binding, hex = hex, key = key }
+    end
+  end
   for _, s in ipairs(scenario.setup) do
     for name in pairs(s.sql or {}) do add(s.binding, name) end
     for name in pairs(s.kv or {}) do add(s.binding, name) end
   end
   for _, sv in ipairs(scenario.services) do add(sv.origin, sv.origin) end
   for _, inv in ipairs(scenario.invariants) do
-    if inv.table then add(inv.table.binding, inv.table.name) end
+    if inv.table and inv.table.name then add(inv.table.binding, inv.table.name)
+    elseif inv.table then add_id(inv.table.binding, inv.table.hex) end
   end
   if scenario.drive.kind == "rpc" then
     for _, c in ipairs(scenario.drive.calls) do add(c.binding, c.name) end
@@ -435,7 +496,7 @@ end
 -- One object's user tables: each with its columns and its rows, the rows
 -- sorted by their encodings (every column).
 local function object_state(w, object)
-  local hex = w:id_from_name(object.binding, object.name)
+  local hex = object.hex or w:id_from_name(object.binding, object.name)
   local names = w:exec(object.binding, hex, object.name,
     "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
   local tables = {}
@@ -463,7 +524,9 @@ local function end_state(scenario, run)
   local parts = {}
   for _, object in ipairs(scenario.end_objects) do
     local ok, text = pcall(object_state, run.world, object)
-    if not ok then bad("--end-states: reading DO:%s(%s): %s", object.binding, object.name, tostring(text)) end
+    if not ok then
+      bad("--end-states: reading DO:%s(%s): %s", object.binding, object.name or object.hex:sub(1, 12), tostring(text))
+    end
     parts[#parts + 1] = text
   end
   parts[#parts + 1] = "r" .. encode(responses(run.answers, scenario.drive.kind))
@@ -746,6 +809,32 @@ local function merged_text(put, r)
   end
 end
 
+-- Where a regression is written: "leases.sim.lua:14", or the file alone.
+local function regression_where(r, reg)
+  return reg.line and string.format("%s:%d", r.defined.file or r.file, reg.line) or (r.defined.file or r.file)
+end
+
+-- "1:1:2 (leases.sim.lua:14, saved for one-runner-per-request)"
+local function regression_words(r, reg)
+  return string.format("%s (%s%s)", reg.schedule, regression_where(r, reg),
+    reg.invariant and ", saved for " .. reg.invariant or "")
+end
+
+-- The regressions replayed before the exploration, one line each; true when
+-- it put any.
+local function regressions_text(put, r)
+  if not r.regressions or #r.regressions == 0 or r.regression then return false end
+  put(string.format("Regressions replayed first: %d.", #r.regressions))
+  for _, reg in ipairs(r.regressions) do
+    if reg.outcome == "holds" then
+      put(string.format("  %s: holds", regression_words(r, reg)))
+    else
+      put(string.format("  %s: no longer fits the scenario: %s", regression_words(r, reg), reg.why))
+    end
+  end
+  return true
+end
+
 local function report_text(r)
   local out = {}
   local function put(s) out[#out + 1] = s or "" end
@@ -753,6 +842,11 @@ local function report_text(r)
   if r.verdict == "VIOLATED" then
     put()
     put(string.format("Invariant %s is violated: %s", r.invariant, r.message))
+    if r.regression then
+      local reg = r.regression
+      put(string.format("  a regression of the scenario violates again: %s%s", regression_words(r, reg),
+        reg.invariant and reg.invariant ~= r.invariant and " (another invariant now)" or ""))
+    end
     if r.turn then
       put(string.format("  broken after the turn of %s in %s at %s, where the run stopped", r.turn.task, r.turn.object,
         seconds(r.turn.atMs)))
@@ -772,7 +866,10 @@ local function report_text(r)
     for _, l in ipairs(r.trace) do put("  " .. l) end
     put()
     -- a replay's stdout is the same bytes every time: its wall time goes to stderr
-    if not r.replayed then
+    if r.regression then
+      put("Found by replaying it before any exploration.")
+      put("Fingerprint: " .. short_fingerprint(r))
+    elseif not r.replayed then
       local where = r.shard or r.merged and r.merged.violation
       put(string.format("Found %safter %s%s %s; shrunk in %s.",
         where and string.format("in shard %d/%d ", where.k, where.n) or "",
@@ -780,6 +877,7 @@ local function report_text(r)
         elapsed_words(r), plural(r.shrinkRuns, "run")))
       merged_text(put, r)
       put("Fingerprint: " .. short_fingerprint(r))
+      regressions_text(put, r)
     end
     put("Replay: " .. r.replay)
   elseif r.verdict == "BOUNDED" then
@@ -793,6 +891,7 @@ local function report_text(r)
     if r.endStates then put(string.format("End states: %d distinct.", #r.endStates)) end
     put("Fingerprint: " .. short_fingerprint(r))
     put()
+    if regressions_text(put, r) then put() end
     if r.merged then
       merged_text(put, r)
       put()
@@ -808,6 +907,7 @@ local function report_text(r)
     if r.endStates then put(string.format("End states: %d distinct among them.", #r.endStates)) end
     put("Fingerprint: " .. short_fingerprint(r))
     put()
+    if regressions_text(put, r) then put() end
     if r.unreachedWhy then
       for _, name in ipairs(r.neverReached) do put(r.unreachedWord .. ": " .. name) end
       put(r.unreachedWhy)
@@ -920,6 +1020,7 @@ local function run_check(o)
   for _, s in ipairs(scenario.setup) do caps[s.binding] = s.alarmsPerObject end
   local hash, inputs = fingerprint_of(o, scenario, dir, kinds, caps, p.secrets)
   local r = { scenario = scenario.name, seed = scenario.seed, file = o.file, bounds = bounds_line(scenario, opts.budgetMs, p.crons),
+              defined = { file = scenario.file, line = scenario.line },
               fingerprint = hash, fingerprintInputs = inputs,
               shard = o.shard_n and { k = o.shard_k + 1, n = o.shard_n, exhausted = false },
               faultKinds = #opts.faults > 0 and table.concat(opts.faults, ", ") or "none",
@@ -928,7 +1029,36 @@ local function run_check(o)
                               maxConcurrentInvocations = b.maxConcurrentInvocations, budgetMs = opts.budgetMs,
                               maxEventsPerRun = b.maxEventsPerRun, alarmsPerObject = caps, cronsPerRun = b.cronsPerRun } }
   local result, err, kind
-  if o.replay then
+  -- The scenario's regressions first, each replayed as --replay does: one
+  -- that violates again is the verdict at once; one that no longer fits the
+  -- scenario's decisions (other code, other bounds) is said to, never skipped.
+  local regressed
+  if not o.replay and #scenario.regressions > 0 then
+    r.regressions = {}
+    for i, reg in ipairs(scenario.regressions) do
+      local ropts = {}
+      for k, v in pairs(opts) do ropts[k] = v end
+      ropts.mode, ropts.replay, ropts.trace, ropts.shrink, ropts.jobs = "replay", reg.schedule, true, false, 1
+      ropts.checkDeterminism, ropts.progress, ropts.shardK, ropts.shardN = false, false, nil, nil
+      local replayed, rerr = explore(ropts)
+      local entry = { index = i, schedule = reg.schedule, invariant = reg.invariant, line = reg.line }
+      if not replayed then
+        -- the schedule's own errors say "schedule ...": the rest are the scenario's
+        if not tostring(rerr):find('^schedule "') then bad("%s", tostring(rerr)) end
+        entry.outcome, entry.why = "stale", tostring(rerr)
+      elseif replayed.verdict == "VIOLATED" then
+        entry.outcome = "violated"
+        regressed = { entry = entry, result = replayed }
+      else
+        entry.outcome = "holds"
+      end
+      r.regressions[i] = entry
+      if regressed then break end
+    end
+  end
+  if regressed then
+    result, r.regression = regressed.result, regressed.entry
+  elseif o.replay then
     opts.mode, opts.replay, opts.trace = "replay", o.replay, true
     result, err, kind = explore(opts)
   else
@@ -1134,6 +1264,7 @@ local function to_json(r)
     schedule = r.schedule, events = r.events and json.array(r.events),
     faults = r.faults and json.array(r.faults), trace = r.trace and json.array(r.trace),
     replay = r.replay, reason = r.why, turn = r.turn,
+    regressions = r.regressions and json.array(r.regressions), regression = r.regression,
     reached = r.reached and json.array(r.reached), neverReached = r.neverReached and json.array(r.neverReached),
     neverReachedReason = r.unreachedWhy,
     counts = r.schedules and { schedules = r.schedules, runs = r.runs, byFaults = json.array(r.byFaultsList),
@@ -1151,6 +1282,39 @@ local function to_json(r)
     shard = r.shard, merged = r.merged and { n = r.merged.n, shards = json.array(r.merged.shards),
                                               violation = r.merged.violation },
   }) .. "\n"
+end
+
+-- --save-regression: the violation's schedule into the scenario file's
+-- regressions, said on stderr (stdout is the report's). Returns an exit
+-- code when it could not be saved.
+local function save_regression(o, r)
+  local function say(fmt, ...) io.stderr:write("eutaxy check: ", string.format(fmt, ...), "\n") end
+  if r.verdict ~= "VIOLATED" then
+    say("--save-regression: nothing to save: the result is %s", r.verdict)
+    return nil
+  end
+  if r.regression then
+    say("--save-regression: %s is a regression of the scenario already", regression_words(r, r.regression))
+    return nil
+  end
+  local file = r.defined.file or o.file
+  if file ~= o.file then
+    say("--save-regression: the scenario is defined in %s, not in %s: add { schedule = \"%s\", invariant = \"%s\" } "
+      .. "to its regressions by hand", tostring(file), o.file, r.schedule, r.invariant)
+    return 2
+  end
+  local done, why = require("eutaxy.regression").save(file, r.defined.line,
+    { schedule = r.schedule, invariant = r.invariant })
+  if not done then
+    say("--save-regression: cannot write the schedule into the scenario: %s", why)
+    return 2
+  end
+  if done == "present" then
+    say("--save-regression: %s is in %s's regressions already", r.schedule, file)
+  else
+    say("saved %s (%s) in %s's regressions: every check replays it first", r.schedule, r.invariant, file)
+  end
+  return nil
 end
 
 --- Runs `eutaxy check` with argv (the arguments after "check"); returns the exit code.
@@ -1192,6 +1356,17 @@ function checker.main(argv)
     if r.elapsedMs then io.stderr:write(string.format("eutaxy check: replayed %s in %d ms\n", r.schedule, r.elapsedMs)) end
   else
     io.stdout:write(report_text(r))
+  end
+  -- a regression that no longer fits is said on stderr too, whatever the output
+  for _, reg in ipairs(r.regressions or {}) do
+    if reg.outcome == "stale" then
+      io.stderr:write(string.format("eutaxy check: regression %s no longer fits the scenario: %s\n",
+        regression_words(r, reg), reg.why))
+    end
+  end
+  if o.save_regression then
+    local code = save_regression(o, r)
+    if code then return code end
   end
   if r.verdict == "HOLDS" then return 0 end
   return EXIT[r.verdict] or 2

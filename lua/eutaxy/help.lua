@@ -38,6 +38,8 @@ help.commands = {
       .. "--merge: a shard's report speaks only for its part (BOUNDED in shard K/N).",
     options = {
       { "--replay SCHEDULE", "run one schedule (as a report prints it) and show its trace" },
+      { "--save-regression", "with a VIOLATED result, add its schedule and invariant to the scenario file's "
+          .. "regressions list; every check replays the regressions first, before exploring" },
       { "--json", "print the result as one JSON document" },
       { "--html FILE", "also write the result to FILE as one self-contained HTML page" },
       { "--random N", "explore N random schedules instead of all of them (never BOUNDED)" },

@@ -323,8 +323,64 @@ function runtime.boot(role, entry, bindings, binding, hex, name, vars)
   if instance.init then instance:init() end
   constructing = false
 
+  -- runInDurableObject (eutaxy.testing): the requests of a spec's function,
+  -- each carried out here, on the instance itself, as a turn of one
+  -- invocation. The function stays in the spec's Lua state: only the
+  -- requests' values and the replies cross, cloned.
+  local storage_requests = { get = true, put = true, delete = true, list = true, deleteAll = true, getAlarm = true,
+                             setAlarm = true, deleteAlarm = true, exec = true, databaseSize = true, sync = true }
+  local function visit_request(op, key, ...)
+    if op == "get" then
+      local v = instance[key]
+      if type(v) == "function" then return "function" end
+      return "value", v
+    elseif op == "set" then
+      instance[key] = (...)
+      return
+    elseif op == "call" then
+      local f = instance[key]
+      if type(f) ~= "function" then
+        error(errors.new("TypeError", string.format("%s has no method %q", class_name, tostring(key))), 0)
+      end
+      return f(instance, ...)
+    elseif op == "fetch" then
+      if type(instance.fetch) ~= "function" then
+        error(errors.new("TypeError", class_name .. " has no fetch(request) method"), 0)
+      end
+      local response = instance:fetch(http.from_wire(key))
+      if not http.is_response(response) then
+        error(errors.new("TypeError", class_name .. ":fetch must return a Response, got " .. type(response)), 0)
+      end
+      return http.to_wire(response)
+    elseif op == "storage" and storage_requests[key] then
+      if key == "setAlarm" then return store:setAlarm((...)) end
+      return store._fns[key](...)
+    end
+    error("runInDurableObject: no request " .. tostring(op) .. " " .. tostring(key), 0)
+  end
+
+  local function visit()
+    local reply = pack(true, class_name)
+    while true do
+      local request = pack(core.visit_reply(unpack(reply, 1, reply.n)))
+      if request[1] == nil then
+        reply = pack(false, errors.to_wire(errors.new("DataCloneError",
+          "the result cannot come out of the object: " .. tostring(request[2]), { remote = false })))
+      elseif request[1] == "end" then
+        return
+      elseif request[1] == false then
+        reply = pack(false, errors.to_wire(errors.new("Error", tostring(request[2]), { remote = false })))
+      else
+        reply = pack(pcall(visit_request, unpack(request, 1, request.n)))
+        if not reply[1] then reply = pack(false, errors.to_wire(reply[2])) end
+      end
+    end
+  end
+
   return function(kind, ...)
-    if kind == "call" then
+    if kind == "visit" then
+      return visit()
+    elseif kind == "call" then
       local method = ...
       local f = type(method) == "string" and not not_rpc[method] and method:sub(1, 1) ~= "_"
         and instance[method]

@@ -16,6 +16,7 @@ local http = require "eutaxy.http"
 local ids = require "eutaxy.id"
 local seed = require "eutaxy.seed"
 local normalize = require("eutaxy.fingerprint").normalize
+local storage = require "eutaxy.storage"
 
 local testing = {}
 
@@ -26,6 +27,10 @@ local sorted_keys = seed.sorted_keys
 
 local function answer(r, level)
   if r[1] then return unpack(r, 2, r.n) end
+  if r.n == 0 then
+    -- a reset struck the worker while the request waited: its client went away
+    error("the request got no answer: the worker went away while it waited (a reset)", level + 1)
+  end
   local e = r[2]
   if type(e) == "table" then e = errors.from_wire(e) end
   error(e, level + 1)
@@ -36,8 +41,49 @@ end
 local World = {}
 World.__index = World
 
+local function describe(v)
+  if type(v) == "string" then return string.format("%q", v) end
+  if type(v) == "table" or type(v) == "function" or type(v) == "userdata" then return "a " .. type(v) end
+  return tostring(v)
+end
+
+local function binding_list(world, kind)
+  local names = {}
+  for _, name in ipairs(sorted_keys(world._bindings)) do
+    if not kind or world._bindings[name] == kind then names[#names + 1] = name end
+  end
+  return #names > 0 and table.concat(names, ", ") or "none"
+end
+
+-- The object a spec names, as the arguments from i on: a binding and a name,
+-- a stub (world.env.NS:getByName(...), :get(id)) or an id. Returns its
+-- binding, hex and name and the index of the argument after it; a mistake
+-- is raised at the spec's line (level: of the caller of the method).
+local function object_of(world, fname, level, ...)
+  local a, b = ...
+  if type(a) == "string" then
+    if world._bindings[a] == nil then
+      error(string.format("%s: no binding named %s (bindings: %s)", fname, a, binding_list(world)), level + 1)
+    end
+    if type(b) ~= "string" then
+      error(string.format("%s: after the binding %s comes the object's name, got %s", fname, a, describe(b)), level + 1)
+    end
+    return a, world._w:id_from_name(a, b), b, 3
+  end
+  local id = getmetatable(a) == ids.Id and a or type(a) == "table" and getmetatable(rawget(a, "id")) == ids.Id
+    and rawget(a, "id") or nil
+  if not id then
+    error(string.format("%s expects a stub, an id, or a binding and a name, got %s", fname, describe(a)), level + 1)
+  end
+  if world._bindings[id.binding] == nil then
+    error(string.format("%s: the id is of %s, which is no binding of this world (bindings: %s)", fname,
+      tostring(id.binding), binding_list(world)), level + 1)
+  end
+  return id.binding, id.hex, id.name, 2
+end
+
 local function host_stub(world, binding, hex, name)
-  local stub = { name = name }
+  local stub = { id = ids.new(binding, hex, name), name = name }
   function stub.fetch(_, input, init)
     local request = http.is_request(input) and init == nil and input or http.Request.new(input, init)
     local r = pack(world._w:fetch(http.to_wire(request), binding, hex, name))
@@ -61,6 +107,7 @@ local function host_env(world, bindings, vars)
   for _, b in ipairs(bindings) do
     local binding = b.name
     names[#names + 1] = binding
+    world._bindings[binding] = "object"
     env[binding] = {
       getByName = function(_, name)
         if type(name) ~= "string" then error("getByName expects a string", 2) end
@@ -78,6 +125,7 @@ local function host_env(world, bindings, vars)
         return host_stub(world, binding, id.hex, id.name)
       end,
     }
+    world._namespaces[env[binding]] = binding
   end
   local var_names = sorted_keys(vars)
   for _, name in ipairs(var_names) do env[name] = vars[name] end
@@ -213,8 +261,12 @@ function testing.world(opts)
     if cfg.path and (msg:find("^binding ") or msg:find("^triggers%.crons")) then msg = cfg.path .. ": " .. msg end
     error(msg, 2)
   end
-  local world = setmetatable({ _w = w }, World)
+  local world = setmetatable({ _w = w, _bindings = {}, _namespaces = setmetatable({}, { __mode = "k" }), _arms = {} },
+    World)
   world.env = host_env(world, cfg.bindings, vars)
+  for _, b in ipairs(bindings) do
+    if b.entry then world._bindings[b.name] = "service" end
+  end
   if opts.sql then seed_sql(w, opts.sql) end
   for _, sv in ipairs(service_seeds) do seed.sql(w, sv.origin, sv.origin, sv.sql, sv.what) end
   return world
@@ -313,13 +365,42 @@ function World:now() return self._w:now() end
 function World:advance(ms) return self._w:advance(ms) end
 
 --- Runs the object's alarm now, if one is set. Returns whether one ran, and
--- the error it raised if it did.
+-- the error it raised if it did. The object: a stub, an id, or a binding
+-- and a name.
 ---@return boolean ran, any err
-function World:runAlarm(binding, name)
-  local r = pack(self._w:run_alarm(binding, self._w:id_from_name(binding, name), name))
+function World:runAlarm(...)
+  local binding, hex, name = object_of(self, "runAlarm", 2, ...)
+  local r = pack(self._w:run_alarm(binding, hex, name))
   if not r[1] then return false end
   if r[2] then return true end
   return true, errors.from_wire(r[3])
+end
+
+--- The ids of the objects of a namespace that exist in the world (made by
+--- a call, a seed, or a look at their storage), in the order they came to
+--- be. ns: world.env.NS, or the binding's name.
+---@return eutaxy.Id[]
+function World:listDurableObjectIds(ns)
+  local binding = type(ns) == "string" and ns or type(ns) == "table" and self._namespaces[ns] or nil
+  if binding == nil then
+    error("listDurableObjectIds expects a namespace (world.env.NS) or a binding's name, got " .. describe(ns), 2)
+  end
+  if self._bindings[binding] ~= "object" then
+    error(string.format("listDurableObjectIds: %s is no Durable Object binding of this world (bindings: %s)",
+      binding, binding_list(self, "object")), 2)
+  end
+  local list = {}
+  for i, o in ipairs(self._w:objects(binding)) do list[i] = ids.new(o.binding, o.hex, o.name) end
+  return list
+end
+
+--- An object's key-value storage (what storage:put wrote), as a table keyed
+--- by key, read between events as an invariant reads it. The object: a
+--- stub, an id, or a binding and a name.
+---@return table<string, any>
+function World:kv(...)
+  local binding, hex, name = object_of(self, "kv", 2, ...)
+  return self._w:kv(binding, hex, name)
 end
 
 --- Runs the worker's scheduled() for a cron of triggers.crons now, as if it
@@ -335,8 +416,13 @@ function World:runCron(expr)
 end
 
 --- Rows of a query on an object's database, as tables keyed by column.
-function World:rows(binding, name, sql, ...)
-  local result = self._w:exec(binding, self._w:id_from_name(binding, name), name, sql, ...)
+--- The object: a stub, an id, or a binding and a name; then the query and
+--- its bindings.
+function World:rows(...)
+  local binding, hex, name, i = object_of(self, "rows", 2, ...)
+  local sql = select(i, ...)
+  if type(sql) ~= "string" then error("rows: the query must be a string, got " .. describe(sql), 2) end
+  local result = self._w:exec(binding, hex, name, select(i, ...))
   local rows = {}
   for i, raw in ipairs(result.rows) do
     local row = {}
@@ -352,21 +438,312 @@ function World:serviceRows(origin, sql, ...)
 end
 
 --- Resets the object: its in-memory state is lost, its storage kept.
-function World:reset(binding, name)
-  self._w:reset(binding, self._w:id_from_name(binding, name), name)
+function World:reset(...)
+  local binding, hex, name = object_of(self, "reset", 2, ...)
+  self._w:reset(binding, hex, name)
 end
 
 --- Hibernates the object, as the platform does with an idle one: its
 -- isolate goes (in-memory state lost), its storage and WebSockets stay, and
 -- the next event wakes it. Returns false when an invocation is in flight.
 ---@return boolean
-function World:hibernate(binding, name)
-  return self._w:hibernate(binding, self._w:id_from_name(binding, name), name)
+function World:hibernate(...)
+  local binding, hex, name = object_of(self, "hibernate", 2, ...)
+  return self._w:hibernate(binding, hex, name)
 end
 
 --- Whether the object's isolate is alive (constructed and not reset since).
-function World:isLive(binding, name)
-  return self._w:has_isolate(binding, self._w:id_from_name(binding, name), name)
+function World:isLive(...)
+  local binding, hex, name = object_of(self, "isLive", 2, ...)
+  return self._w:has_isolate(binding, hex, name)
+end
+
+-- runInDurableObject ---------------------------------------------------------
+--
+-- fn runs here, in the spec's Lua state, where its upvalues and busted's
+-- asserts are: a function cannot cross into an isolate (only values are
+-- cloned across, and bytecode is no sandbox's to load). What it does to
+-- `instance` and `state` goes to one invocation of the object as requests,
+-- each run there on the instance itself as a turn (runtime.lua's visit):
+--   instance.field          a clone of the field ("ctx" is state, "env" the world's env)
+--   instance.field = v      sets it to a clone of v
+--   instance:method(...)    calls it on the instance, any method (private
+--                           ones, fetch, alarm), and returns clones
+--   state.storage           the object's storage: the same API as inside
+--   state.id                the object's id
+
+local STORAGE_CALLS = { "get", "put", "delete", "list", "deleteAll", "getAlarm", "setAlarm", "deleteAlarm", "exec",
+                        "databaseSize", "sync" }
+
+local function visit_error(e, level)
+  if type(e) == "table" then e = errors.from_wire(e) end
+  error(e, level + 1)
+end
+
+--- Runs fn(instance, state) inside the object as one invocation, as
+--- cloudflare:test's runInDurableObject does, and returns what fn returns;
+--- an error fn raises is raised again. The object: a stub, an id, or a
+--- binding and a name, then fn.
+---@return any ...
+function World:runInDurableObject(...)
+  local binding, hex, name, i = object_of(self, "runInDurableObject", 2, ...)
+  local fn = select(i, ...)
+  if self._bindings[binding] ~= "object" then
+    error("runInDurableObject: " .. binding .. " is a service, not a Durable Object", 2)
+  end
+  if type(fn) ~= "function" then
+    error("runInDurableObject: after the object comes a function(instance, state), got " .. describe(fn), 2)
+  end
+  local w = self._w
+  local started = pack(w:visit(binding, hex, name))
+  local task = started[1]
+  if not started[2] then visit_error(started[3], 2) end
+  local class_name = started[3]
+  local tag = string.format("DO:%s(%s)", binding, name or hex:sub(1, 12))
+  local live = true
+
+  -- One request: its reply (true and the values, or false and the error),
+  -- or nil and why it could not be sent.
+  local function send(...)
+    if not live then return nil, "runInDurableObject: instance and state belong to its function, which has returned" end
+    local reply = pack(w:visit_step(task, ...))
+    if reply.n == 0 then
+      return nil, "runInDurableObject: the invocation in " .. tag .. " has ended while the function ran (a reset "
+        .. "or a limit ended it)"
+    end
+    if reply[1] == false and type(reply[2]) == "string" then
+      -- the request's own two values (what and which) come before the user's
+      reply[2] = reply[2]:gsub("%(at %[(%d+)%]", function(n) return "(at [" .. (tonumber(n) - 2) .. "]" end)
+    end
+    return reply
+  end
+
+  -- A request's values, or its error raised `level` above the caller.
+  local function request(level, ...)
+    local reply, why = send(...)
+    if not reply then error(why, level + 1) end
+    if not reply[1] then visit_error(reply[2], level + 1) end
+    return unpack(reply, 2, reply.n)
+  end
+
+  -- storage.lua raises a message again at its caller's line, as inside.
+  local fns = {}
+  for _, call in ipairs(STORAGE_CALLS) do
+    fns[call] = function(...)
+      local reply, why = send("storage", call, ...)
+      if not reply then error(why, 0) end
+      if not reply[1] then
+        local e = reply[2]
+        error(type(e) == "table" and tostring(e.message) or tostring(e), 0)
+      end
+      return unpack(reply, 2, reply.n)
+    end
+  end
+  fns.transactionSync = function()
+    error("storage:transactionSync: its function would run in the spec, not in the object; call a method of the "
+      .. "object that uses it", 2)
+  end
+  local state = setmetatable({ id = ids.new(binding, hex, name), storage = storage.new(fns) }, {
+    __name = "eutaxy.DurableObjectState",
+    __index = function(_, k)
+      error(string.format("runInDurableObject: state.%s is not available to a spec's function (state has id and "
+        .. "storage; call a method of the object for the rest)", tostring(k)), 2)
+    end,
+  })
+
+  local instance
+  local function fetch(first, input, init)
+    if first ~= instance then first, input, init = instance, first, input end
+    local request_ = http.is_request(input) and init == nil and input or http.Request.new(input, init)
+    return http.from_wire(request(2, "fetch", http.to_wire(request_)))
+  end
+  instance = setmetatable({}, {
+    __name = "eutaxy.Instance",
+    __index = function(_, key)
+      if key == "ctx" then return state end
+      if key == "env" then return self.env end
+      if key == "fetch" then return fetch end
+      local kind, value = request(2, "get", key)
+      if kind ~= "function" then return value end
+      return function(first, ...)
+        if first == instance then return request(2, "call", key, ...) end
+        return request(2, "call", key, first, ...)
+      end
+    end,
+    __newindex = function(_, key, value) request(2, "set", key, value) end,
+    __tostring = function() return string.format("%s %s (runInDurableObject)", class_name, tag) end,
+  })
+
+  local results = pack(pcall(fn, instance, state))
+  live = false
+  -- fn may have closed the world, or a reset ended the invocation: then there is nothing to end
+  local ended = pack(pcall(w.visit_step, w, task, "end"))
+  if not results[1] then error(results[2], 0) end
+  if not ended[1] then error(ended[2], 2) end
+  if ended.n > 1 and not ended[2] then visit_error(ended[3], 2) end
+  return unpack(results, 2, results.n)
+end
+
+-- Faults a spec arms --------------------------------------------------------
+
+local checks -- eutaxy.check, for the fault kinds, loaded when first needed
+
+local FAULT_FIELDS = { "kind", "call", "object", "when", "skip" }
+-- What each kind strikes, for the call it may name: nil for any method.
+local ONLY_METHOD = { ["alarm-fail"] = "alarm", ["alarm-lost"] = "alarm", ["ws-drop"] = "webSocketMessage",
+                      ["ws-close"] = "webSocketMessage" }
+local WORKER_KINDS = { ["cron-fail"] = true, ["cron-lost"] = true }
+
+-- One entry of world:faults{...}, checked: kind, binding, hex, method, when, skip.
+local function parse_fault(world, f, i)
+  local what = string.format("world:faults: faults[%d]", i)
+  if type(f) ~= "table" then error(what .. " must be a table { kind = ..., ... }, got " .. describe(f), 0) end
+  for _, k in ipairs(sorted_keys(f)) do
+    local known = false
+    for _, name in ipairs(FAULT_FIELDS) do known = known or k == name end
+    if not known then
+      error(string.format("%s has an unknown field %s (fields: %s)", what, describe(k), table.concat(FAULT_FIELDS, ", ")), 0)
+    end
+  end
+  checks = checks or require "eutaxy.check"
+  local kind = f.kind
+  local known = false
+  for _, k in ipairs(checks.FAULT_KINDS) do known = known or k == kind end
+  if not known then
+    error(string.format("%s.kind must be a fault kind (%s), got %s", what, table.concat(checks.FAULT_KINDS, ", "),
+      describe(kind)), 0)
+  end
+  if kind == "resend" then
+    error(what .. ': "resend" is a fault of eutaxy check\'s drive (its client resends a request); a spec\'s calls '
+      .. "have no client to resend them", 0)
+  end
+  local p = { kind = kind, when = "any", skip = 0 }
+  if f.object ~= nil then
+    local o = f.object
+    if type(o) == "table" and getmetatable(o) == nil and rawget(o, "id") == nil then
+      if type(o[1]) ~= "string" or type(o[2]) ~= "string" or o[3] ~= nil then
+        error(what .. '.object must be a stub, an id, or { "BINDING", "name" }', 0)
+      end
+      if world._bindings[o[1]] == nil then
+        error(string.format("%s.object: no binding named %s (bindings: %s)", what, o[1], binding_list(world)), 0)
+      end
+      p.binding, p.hex = o[1], world._w:id_from_name(o[1], o[2])
+    else
+      local ok, binding, hex = pcall(object_of, world, what .. ".object", 1, o)
+      if not ok then error(binding, 0) end
+      p.binding, p.hex = binding, hex
+    end
+  end
+  if f.call ~= nil then
+    local call = f.call
+    if type(call) ~= "string" or call == "" then
+      error(what .. '.call must be a string, "BINDING.method" or "BINDING", got ' .. describe(call), 0)
+    end
+    local binding, method = call, nil
+    if world._bindings[call] == nil then binding, method = call:match("^(.*)%.([^.]+)$") end
+    if not binding or world._bindings[binding] == nil then
+      error(string.format('%s.call: %s names no binding (it reads "BINDING.method"; bindings: %s)', what, describe(call),
+        binding_list(world)), 0)
+    end
+    if p.binding and p.binding ~= binding then
+      error(string.format("%s: call names %s but object is of %s: a fault strikes one object", what, binding, p.binding), 0)
+    end
+    if method and ONLY_METHOD[kind] and method ~= ONLY_METHOD[kind] then
+      error(string.format("%s: %s strikes %s, so its call can only be %s.%s, not %s", what, kind,
+        ONLY_METHOD[kind] == "alarm" and "alarms" or "messages of WebSocket clients", binding, ONLY_METHOD[kind], call), 0)
+    end
+    p.binding, p.method = binding, method
+  end
+  if WORKER_KINDS[kind] and (f.object ~= nil or f.call ~= nil) then
+    error(string.format("%s: %s strikes the worker's scheduled(): it takes no object or call", what, kind), 0)
+  end
+  if f.when ~= nil then
+    if kind ~= "reset" and kind ~= "hibernate" then
+      error(string.format("%s.when applies to reset and hibernate, not %s", what, kind), 0)
+    end
+    if f.when ~= "before" and f.when ~= "waiting" then
+      error(what .. '.when must be "before" (as an invocation starts) or "waiting" (while one waits at a yield '
+        .. "point), got " .. describe(f.when), 0)
+    end
+    if kind == "hibernate" and f.when == "waiting" then
+      error(what .. ': hibernate strikes an idle object, as an invocation starts: when can only be "before"', 0)
+    end
+    p.when = f.when
+  end
+  if f.skip ~= nil then
+    if math.type(f.skip) ~= "integer" or f.skip < 0 then
+      error(what .. ".skip must be a whole number of matching points to let pass, got " .. describe(f.skip), 0)
+    end
+    p.skip = f.skip
+  end
+  return p
+end
+
+local function fault_text(f, where)
+  local parts = { f.kind }
+  if f.call ~= nil then parts[#parts + 1] = "call " .. tostring(f.call) end
+  if type(f.object) == "table" and getmetatable(f.object) == nil and rawget(f.object, "id") == nil then
+    parts[#parts + 1] = string.format("object %s(%s)", tostring(f.object[1]), tostring(f.object[2]))
+  elseif f.object ~= nil then
+    local id = getmetatable(f.object) == ids.Id and f.object or f.object.id
+    parts[#parts + 1] = string.format("object %s(%s)", id.binding, id.name or id.hex:sub(1, 12))
+  end
+  if f.when ~= nil then parts[#parts + 1] = "when " .. f.when end
+  if f.skip ~= nil then parts[#parts + 1] = "skip " .. f.skip end
+  return table.concat(parts, ", ") .. " (armed at " .. where .. ")"
+end
+
+--- Arms faults of the checker's kinds (sim.FAULT_KINDS): each strikes once,
+--- at the first fault point that offers its kind and matches, in the order
+--- armed; the world's own choices stay as they were. Each fault:
+---   kind    the fault, e.g. "ambiguous", "alarm-fail", "reset"
+---   call    "BINDING.method" or "BINDING": the invocation there (a call
+---           made, "POOL.alarm", the one a reset strikes before or in)
+---   object  the object struck: a stub, an id, or { "BINDING", "name" }
+---   when    reset and hibernate: "before" (as an invocation starts) or
+---           "waiting" (while one waits at a yield point)
+---   skip    matching points to let pass first (0)
+--- Without a list, returns the faults armed that have not struck yet.
+---@param list? table[]
+---@return table[]|nil
+function World:faults(list)
+  if list == nil then
+    local left = {}
+    for _, id in ipairs(self._w:armed()) do left[#left + 1] = self._arms[id].fault end
+    return left
+  end
+  if type(list) ~= "table" then error("world:faults expects a list of faults, got " .. describe(list), 2) end
+  if list.kind ~= nil then error("world:faults expects a list of faults; wrap this one in { }", 2) end
+  local parsed = {}
+  for i, f in ipairs(list) do
+    local ok, p = pcall(parse_fault, self, f, i)
+    if not ok then error(p, 2) end
+    parsed[i] = p
+  end
+  local info = debug.getinfo(2, "Sl")
+  local where = info and info.currentline > 0 and (info.short_src .. ":" .. info.currentline) or "?"
+  for i, p in ipairs(parsed) do
+    local id = self._w:arm_fault(p.kind, p.binding, p.hex, p.method, p.when, p.skip)
+    self._arms[id] = { fault = list[i], text = fault_text(list[i], where) }
+  end
+end
+
+--- Raises an error naming every armed fault that never struck.
+function World:assertFaultsStruck()
+  local left = self._w:armed()
+  if #left == 0 then return end
+  local lines = {}
+  for i, id in ipairs(left) do lines[i] = "  " .. self._arms[id].text end
+  error(string.format("%d armed fault%s never struck:\n%s", #left, #left == 1 and "" or "s",
+    table.concat(lines, "\n")), 2)
+end
+
+--- Disarms every fault that has not struck, and returns them.
+---@return table[]
+function World:clearFaults()
+  local left = self:faults()
+  self._w:disarm()
+  return left
 end
 
 --- Everything the world did, one line per event, with virtual times.
