@@ -38,6 +38,7 @@
 #include "fault.h"
 #include "faultsim.h"
 #include "lcore.h"
+#include "linecov.h"
 #include "store.h"
 #include "world.h"
 
@@ -633,7 +634,9 @@ static void keep_run(void *ud) {
 /* A parallel worker's notes: a first line of faults by kind (and the
  * worlds it built and the runs it rewound), a second of
  * turn checks and the sometimes probes reached (their indices), then
- * coverage, one point a line: reached, kinds, open, spent, tried, key. */
+ * coverage, one point a line: reached, kinds, open, spent, tried, key;
+ * under --coverage, the lines counted last, each file's starting with
+ * '@' where a point's line starts with its count (eu_linecov_export). */
 static int export_points(void *ud, eu_buf *out) {
   xctx *x = ud;
   int i;
@@ -651,7 +654,7 @@ static int export_points(void *ud, eu_buf *out) {
                       pt->key) != EU_OK)
       return EU_ENOMEM;
   }
-  return EU_OK;
+  return eu_linecov_on ? eu_linecov_export(out) : EU_OK;
 }
 
 static int merge_points(void *ud, const char *p, size_t n) {
@@ -698,6 +701,7 @@ static int merge_points(void *ud, const char *p, size_t n) {
     unsigned kinds, open, spent, tried;
     int at = 0;
     point *pt;
+    if (*p == '@') return eu_linecov_merge(p, (size_t)(end - p));
     if (!nl) return EU_ECORRUPT;
     snprintf(line, sizeof line, "%.*s", (int)(nl - p), p);
     p = nl + 1;
@@ -1415,7 +1419,7 @@ static int l_explore(lua_State *L) {
   char err[EU_ERRLEN];
   int64_t t0 = eu_monotonic_ms(), budget;
   long shrink_runs = 0;
-  int rc, jobs, i, n;
+  int rc, jobs, i, n, held;
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
   lua_getfield(L, 1, "check");
@@ -1491,7 +1495,16 @@ static int l_explore(lua_State *L) {
   x->covering = 1;
   x->probing = s.mode != EU_MODE_REPLAY;
 
+  /* -j's workers are forked with the lines counted so far (building the
+   * first world counts some): each starts from none and its notes carry
+   * what it counted, added to the counts held here meanwhile */
+  held = jobs > 1 && s.mode != EU_MODE_REPLAY && eu_linecov_on;
+  if (held && eu_linecov_hold() != EU_OK) {
+    eu_linecov_release();
+    return luaL_error(L, "out of memory counting coverage");
+  }
   rc = eu_search_parallel(&s, jobs, run_once, x, err, sizeof err);
+  if (held) eu_linecov_release();
   eu_search_progress_end(&s);
   x->covering = x->probing = 0;
   if (rc == EU_OK && s.verdict == EU_VIOLATED && opt_bool(L, 1, "shrink"))

@@ -28,6 +28,7 @@
 #include "fault.h"
 #include "lagenda.h"
 #include "lcron.h"
+#include "llinecov.h"
 #include "lcore.h"
 #include "serve.h"
 #include "lfanout.h"
@@ -1309,5 +1310,6 @@ int eu_open_core_host(lua_State *L) {
   eu_open_check(L);  /* adds explore to the module table */
   eu_open_serve(L);  /* adds serve */
   eu_open_cron(L);   /* adds cron_check and cron_next */
+  eu_open_linecov(L);  /* adds coverage_start, coverage_finish and coverage_stop */
   return 1;
 }

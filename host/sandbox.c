@@ -71,6 +71,7 @@
 
 #include "determ.h"
 #include "isolate.h"
+#include "linecov.h"
 #include "pattern.h"
 #include "prng.h"
 #include "sandbox.h"
@@ -90,6 +91,13 @@ static eu_meter *meter_of(lua_State *L) {
 /* ---- the meter -------------------------------------------------------- */
 
 static void cpu_hook(lua_State *L, lua_Debug *ar);
+
+/* The hook's events: the count alone, as ever, and line events too while
+ * --coverage counts lines (linecov.h): lua_sethook keeps one hook a thread,
+ * so cpu_hook serves both. */
+static int hook_mask(void) {
+  return eu_linecov_on ? LUA_MASKCOUNT | LUA_MASKLINE : LUA_MASKCOUNT;
+}
 
 /* Suspends or raises, as the header says. In a hook lua_yield returns and
  * the VM yields as the hook returns; in a C function it unwinds at once. */
@@ -126,7 +134,12 @@ static void spend(lua_State *L, eu_meter *m, lua_Debug *ar, const char *what) {
 }
 
 static void cpu_hook(lua_State *L, lua_Debug *ar) {
-  eu_meter *m = meter_of(L);
+  eu_meter *m;
+  if (ar->event == LUA_HOOKLINE) {  /* costs no budget: a line is not an instruction */
+    eu_linecov_isolate_line(L, ar);
+    return;
+  }
+  m = meter_of(L);
   if (!m || m->limit <= 0) return;
   m->budget -= EU_HOOK_STEP;
   if (m->budget >= 0 && !m->spent) return;
@@ -146,7 +159,7 @@ void eu_sandbox_charge(lua_State *L, int64_t cost, const char *what) {
 void eu_sandbox_charge_alloc(eu_meter *m, size_t n) {
   if (m->limit <= 0 || n < STR_CHARGED) return;
   m->budget -= (int64_t)(n / BYTES_A_UNIT);
-  if (m->budget < 0 && m->armed) lua_sethook(m->armed, cpu_hook, LUA_MASKCOUNT, 1);  /* stop at the next instruction */
+  if (m->budget < 0 && m->armed) lua_sethook(m->armed, cpu_hook, hook_mask(), 1);  /* stop at the next instruction */
 }
 
 void eu_sandbox_arm(lua_State *co, int64_t limit) {
@@ -155,7 +168,7 @@ void eu_sandbox_arm(lua_State *co, int64_t limit) {
   m->limit = m->budget = m->turn_limit;
   m->spent = m->stopped = 0;
   m->armed = co;
-  lua_sethook(co, cpu_hook, LUA_MASKCOUNT, EU_HOOK_STEP);
+  lua_sethook(co, cpu_hook, hook_mask(), EU_HOOK_STEP);
 }
 
 /* For pcall and the coroutine functions: what they caught may be the stop. */
@@ -749,7 +762,7 @@ void eu_sandbox_open(lua_State *L, const eu_sandbox_opts *o) {
   }
   eu_determ_meter(eu_sandbox_charge);
   /* the whole hook from the start: every thread created later copies it */
-  lua_sethook(L, cpu_hook, LUA_MASKCOUNT, EU_HOOK_STEP);
+  lua_sethook(L, cpu_hook, hook_mask(), EU_HOOK_STEP);
 
   lua_pushnil(L);
   lua_setglobal(L, "dofile");

@@ -32,7 +32,8 @@ end
 
 -- The options that shape an exploration, which --merge (reading reports) refuses.
 local EXPLORING = { "--replay", "--random", "--seed", "--shard", "-j", "--check-determinism", "--budget-ms",
-                    "--no-reduction", "--no-restore", "--end-states", "--save-regression" }
+                    "--no-reduction", "--no-restore", "--end-states", "--save-regression", "--coverage",
+                    "--coverage-out" }
 
 local function parse_args(argv)
   local o = { jobs = 1, files = {}, given = {} }
@@ -74,6 +75,8 @@ local function parse_args(argv)
     elseif a == "--end-states" then o.end_states = true
     elseif a == "--save-regression" then o.save_regression = true
     elseif a == "--merge" then o.merge = true
+    elseif a == "--coverage" then o.coverage = o.coverage or "lcov.info"
+    elseif a == "--coverage-out" then o.coverage = value(a)
     elseif a == "-h" or a == "--help" then o.help = true
     elseif a:sub(1, 1) == "-" then bad("unknown option %s", a)
     else o.files[#o.files + 1] = a end
@@ -1317,6 +1320,12 @@ local function save_regression(o, r)
   return nil
 end
 
+-- The line --coverage ends with: what the tracefile holds and where it is.
+local function coverage_line(c, file)
+  return string.format("coverage: %d of %s ran, in %s; written to %s", c.hit, plural(c.lines, "line"),
+    plural(c.files, "file"), file)
+end
+
 --- Runs `eutaxy check` with argv (the arguments after "check"); returns the exit code.
 function checker.main(argv)
   local ok, o = pcall(parse_args, argv)
@@ -1329,14 +1338,32 @@ function checker.main(argv)
     return 0
   end
   local r
+  -- --coverage counts the lines the isolates run (host/linecov.c), from
+  -- before the first world is built to the end of the last exploration.
+  if o.coverage then
+    local started, why = core.coverage_start { out = o.coverage, libdir = config.libdir() }
+    if not started then
+      io.stderr:write("eutaxy check: --coverage: ", why, "\n")
+      return 2
+    end
+  end
   -- A scenario's mistake is reported plainly; anything else is eutaxy's and gets a traceback.
   ok, r = xpcall(o.merge and run_merge or run_check, function(e)
     if getmetatable(e) == Bad then return e end
     return debug.traceback(tostring(e), 2)
   end, o)
   if not ok then
+    if o.coverage then core.coverage_stop() end
     io.stderr:write("eutaxy check: ", getmetatable(r) == Bad and r.message or tostring(r), "\n")
     return 2
+  end
+  if o.coverage then
+    local c, why = core.coverage_finish()
+    if not c then
+      io.stderr:write("eutaxy check: --coverage: ", why, "\n")
+      return 2
+    end
+    if not o.quiet then io.stderr:write("eutaxy check: ", coverage_line(c, o.coverage), "\n") end
   end
   if o.html then
     local f, ferr = io.open(o.html, "w")

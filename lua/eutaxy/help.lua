@@ -53,6 +53,10 @@ help.commands = {
           .. "schedule passed through (the same verdict and counts, slower)" },
       { "--budget-ms MS", "the time budget (default: the scenario's bounds.budgetMs)" },
       { "--quiet", "print the verdict line only" },
+      { "--coverage", "also write an LCOV tracefile, lcov.info (for genhtml or CI), of the lines of the "
+          .. "project's Lua files the worker and objects ran, over every schedule explored (-j N's workers "
+          .. "included); eutaxy's modules and the scenario are not counted" },
+      { "--coverage-out FILE", "--coverage, written to FILE instead of lcov.info" },
       { "--end-states", "testing aid: add endStates (the digests of the distinct end states: the tables "
           .. "of the objects the scenario names, and the drive's answers) and endStateCount to --json; "
           .. "one process only: not with -j N, --random or --replay" },
