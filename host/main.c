@@ -28,6 +28,7 @@
 #include "eutaxy.h"
 #include "faultsim.h"
 #include "lcore.h"
+#include "linecov.h"
 #include "luac.h"
 
 #ifndef EUTAXY_LUADIR
@@ -216,6 +217,9 @@ static void set_args(lua_State *L, const char *script, int argc, char **argv) {
   lua_setglobal(L, "arg");
 }
 
+/* Where eutaxy test --coverage writes its LCOV tracefile. */
+static const char *coverage_out = "lcov.info";
+
 static int run_chunk(lua_State *L, int argc, char **argv) {
   int i, status;
   lua_pushcfunction(L, traceback);
@@ -332,6 +336,8 @@ static int cmd_main(const char *module, const char *name, int argc, char **argv)
 
 static void test_body(lua_State *L, job *j) {
   set_args(L, "busted", j->argc, j->argv);
+  /* every coroutine busted makes copies the main thread's hook */
+  if (eu_linecov_on) lua_sethook(L, eu_linecov_host_hook, LUA_MASKLINE, 0);
   if (luaL_loadstring(L, "require 'busted.runner'({ standalone = false })") != LUA_OK) {
     fprintf(stderr, "eutaxy: %s\n", lua_tostring(L, -1));
     j->rc = 1;
@@ -340,8 +346,50 @@ static void test_body(lua_State *L, job *j) {
   j->rc = run_chunk(L, 0, NULL);
 }
 
+/* --coverage's tracefile, written as the process exits: busted ends a run
+ * with failures through os.exit, and the counts live outside its state. A
+ * tracefile that cannot be written fails the command. */
+static void write_coverage(void) {
+  char err[EU_ERRLEN];
+  int files, lines, hit;
+  if (eu_linecov_finish(&files, &lines, &hit, err, sizeof err) != EU_OK) {
+    fprintf(stderr, "eutaxy test: --coverage: %s\n", err);
+    fflush(NULL);
+    _exit(2);
+  }
+  fprintf(stderr, "eutaxy test: coverage: %d of %d line%s ran, in %d file%s; written to %s\n", hit, lines,
+          lines == 1 ? "" : "s", files, files == 1 ? "" : "s", coverage_out);
+}
+
+/* eutaxy test takes --coverage (or busted's -c) and --coverage-out FILE
+ * itself, so that busted never looks for LuaCov: the lines are counted by
+ * linecov.c, in the spec's state and in every isolate. The rest of argv
+ * goes to busted. */
 static int cmd_test(int argc, char **argv) {
-  job j = { test_body, NULL, NULL, argc, argv, 1 };
+  job j = { test_body, NULL, NULL, 0, argv, 1 };
+  char err[EU_ERRLEN];
+  int i, on = 0;
+  for (i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--coverage") == 0 || strcmp(argv[i], "-c") == 0) {
+      on = 1;
+    } else if (strcmp(argv[i], "--coverage-out") == 0) {
+      if (i + 1 >= argc || argv[i + 1][0] == '\0') {
+        fputs("eutaxy test: --coverage-out needs a file: eutaxy test --coverage-out lcov.info\n", stderr);
+        return 2;
+      }
+      coverage_out = argv[++i];
+      on = 1;
+    } else {
+      argv[j.argc++] = argv[i];
+    }
+  }
+  if (on) {
+    if (eu_linecov_start(coverage_out, NULL, libdir(), err, sizeof err) != EU_OK) {
+      fprintf(stderr, "eutaxy test: --coverage: %s\n", err);
+      return 2;
+    }
+    atexit(write_coverage);
+  }
   return run_job(&j);
 }
 

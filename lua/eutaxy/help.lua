@@ -131,13 +131,19 @@ help.commands = {
     synopsis = "[BUSTED-ARGS]",
     summary = "run busted specs (default: the spec/ folder)",
     description = "Runs busted inside the eutaxy binary, with eutaxy's modules on the path, so specs run "
-      .. "under the same build (sanitizers included) as the host. Every argument goes to busted: its own "
-      .. "options, such as --output=TAP and --filter, follow this text in eutaxy test --help. A relative "
-      .. "path a spec gives testing.world is relative to the spec's folder, wherever busted runs from.",
+      .. "under the same build (sanitizers included) as the host. Every argument but eutaxy's own below "
+      .. "goes to busted: its own options, such as --output=TAP and --filter, follow this text in eutaxy "
+      .. "test --help. A relative path a spec gives testing.world is relative to the spec's folder, wherever "
+      .. "busted runs from.",
     options = {
+      { "--coverage, -c", "write an LCOV tracefile, lcov.info (for genhtml or CI; no LuaCov needed), of "
+          .. "the lines of the project's Lua files that ran in the worlds' isolates and in the specs' own state: "
+          .. "files under the working folder but specs (*_spec.lua, spec/), scenarios (*.sim.lua) and eutaxy's "
+          .. "modules; written even when a spec fails" },
+      { "--coverage-out FILE", "--coverage, written to FILE instead of lcov.info" },
       { "-h, --help", "this text, then busted's options" },
     },
-    exit = "0 every spec passed, 1 one failed",
+    exit = "0 every spec passed, 1 one failed, 2 the coverage file could not be written",
   },
   {
     name = "run",
