@@ -1310,6 +1310,6 @@ int eu_open_core_host(lua_State *L) {
   eu_open_check(L);  /* adds explore to the module table */
   eu_open_serve(L);  /* adds serve */
   eu_open_cron(L);   /* adds cron_check and cron_next */
-  eu_open_linecov(L);  /* adds coverage_start, coverage_finish and coverage_stop */
+  eu_open_linecov(L);  /* adds coverage_start, coverage_finish, ... */
   return 1;
 }

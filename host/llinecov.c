@@ -62,11 +62,28 @@ static int l_coverage_stop(lua_State *L) {
   return 0;
 }
 
+/* coverage_hooked() -> whether the calling thread's hook is the one that
+ * counts lines in a state that is not an isolate (eutaxy test's). */
+static int l_coverage_hooked(lua_State *L) {
+  lua_pushboolean(L, lua_gethook(L) == eu_linecov_host_hook);
+  return 1;
+}
+
+/* coverage_rehook(): puts that hook back on the calling thread, which
+ * debug.sethook cannot (limits.pcall sets a hook of its own meanwhile);
+ * nothing once counting stopped. */
+static int l_coverage_rehook(lua_State *L) {
+  lua_sethook(L, eu_linecov_on ? eu_linecov_host_hook : NULL, eu_linecov_on ? LUA_MASKLINE : 0, 0);
+  return 0;
+}
+
 int eu_open_linecov(lua_State *L) {
   static const luaL_Reg fns[] = {
     {"coverage_start", l_coverage_start},
     {"coverage_finish", l_coverage_finish},
     {"coverage_stop", l_coverage_stop},
+    {"coverage_hooked", l_coverage_hooked},
+    {"coverage_rehook", l_coverage_rehook},
     {NULL, NULL}
   };
   luaL_setfuncs(L, fns, 0);

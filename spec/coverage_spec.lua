@@ -133,6 +133,15 @@ describe("eutaxy test --coverage", function()
     assert.is_truthy(parse_lcov(process.read(dir .. "/lcov.info"))[real(dir .. "/worker.lua")])
   end)
 
+  it("leaves limits.pcall its CPU limit in the spec's state, and counts on after it", function()
+    local out = dir .. "/limits.info"
+    local stdout, err, code = test_in(FIXTURE, "--coverage-out " .. q(out) .. " limits_spec.lua",
+      "EUTAXY_CPU_LIMIT=100000 timeout 30 ")
+    assert.are.equal(0, code, stdout .. err)
+    assert.matches("1 success / 0 failures", stdout)
+    assert.are.equal(1, parse_lcov(process.read(out))[WORDS][9])  -- shout, after the loop was stopped
+  end)
+
   it("refuses a tracefile it cannot write before any spec runs", function()
     local stdout, err, code = test_in(FIXTURE, "--coverage-out " .. q(dir .. "/no/such/folder/lcov.info")
       .. " tally_spec.lua")
