@@ -112,6 +112,9 @@ describe("eutaxy help", function()
       assert.is_truthy(busted:find("\n  " .. option, 1, true), "busted's help does not list " .. option)
     end
     assert.not_matches("re%-run with %-%-help", busted)
+    -- -c is eutaxy's own --coverage, which needs no LuaCov
+    assert.is_nil(busted:find("coverage", 1, true))
+    assert.is_truthy(busted:find("\n  -f, --config-file=FILE", 1, true))  -- the option after the one left out
   end)
 
   it("lists the commands for eutaxy, eutaxy help and eutaxy --help", function()

@@ -324,7 +324,15 @@ function help.busted()
   -- busted's parser answers --help as an error: its text, between "NAME: error: " and a hint to re-run
   local _, text = parser:parse({ "--help" })
   text = tostring(text):gsub("^eutaxy test: error: ", ""):gsub("\n?; re%-run with %-%-help for usage%.%s*$", "")
-  return text:gsub("\n*$", "\n")
+  -- busted's -c/--coverage (LuaCov) and its config file: eutaxy test takes -c itself (above)
+  local kept, skipping = {}, false
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    if line:match("^%s+%-") or not line:match("^%s") then
+      skipping = line:match("^%s+%-c, %-%-%[no%-%]coverage") or line:match("^%s+%-%-coverage%-config%-file")
+    end
+    if not skipping then kept[#kept + 1] = line end
+  end
+  return (table.concat(kept, "\n"):gsub("\n*$", "\n"))
 end
 
 --- `eutaxy help [COMMAND]`; returns the exit code.
