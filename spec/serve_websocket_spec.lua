@@ -11,8 +11,10 @@ local CONFIG = "spec/fixtures/websocket/wrangler.jsonc"
 local PY = "/usr/bin/python3"
 local CLIENT = "spec/helpers/wsclient.py"
 local START = 1767225600000
--- Under valgrind the server runs many times slower: fewer clients.
-local MANY = os.getenv("EUTAXY_VALGRIND") and 100 or 1000
+-- Under valgrind the server runs many times slower: the many clients'
+-- test is left to the other passes (the tests after it run the same C).
+local VALGRIND = os.getenv("EUTAXY_VALGRIND")
+local MANY = 1000
 
 local function have_websockets()
   return h.sh(PY .. " -c 'import websockets; print(1)' 2>/dev/null"):find("1", 1, true) ~= nil
@@ -62,6 +64,7 @@ describe("eutaxy serve with WebSockets", function()
   after_each(function() h.finish(state) end)
 
   it("connects " .. MANY .. " clients to one object and broadcasts to every one", function()
+    if VALGRIND then return pending("left to the plain and sanitizer passes") end
     local server = h.start(state, "--max-connections " .. (MANY + 50), CONFIG)
     local doc = run(("broadcast ws://127.0.0.1:%s/r/lobby %d"):format(server.port, MANY))
     assert.same({ connected = MANY, welcomed = MANY, heard = MANY }, doc)
