@@ -10,18 +10,7 @@ local FIX = "spec/fixtures/world-helpers/"
 local FILES = { "worker.lua", "wrangler.jsonc", "pay.sim.lua", "pay.fixed.sim.lua" }
 local BIN = process.bin:sub(1, 1) == "/" and process.bin or os.getenv("PWD") .. "/" .. process.bin
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local read, write = process.read, process.write
 
 -- A folder with a copy of the pay project.
 local function project()

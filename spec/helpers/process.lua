@@ -71,4 +71,13 @@ function process.read(path)
   return text
 end
 
+--- Writes text as the whole of a file.
+---@param path string
+---@param text string
+function process.write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
 return process
