@@ -40,48 +40,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# start SERVER DIR: starts it in DIR (state/, out, err) and sets pid and port.
-start() {
-  local server=$1 dir=$2 i
-  mkdir -p "$dir/state"
-  : > "$dir/out"  # before the server's shell opens it: the loop below reads it at once
-  port=
-  if [ "$server" = eutaxy ]; then
-    "$EUTAXY" serve "$here/eutaxy/wrangler.jsonc" --port 0 --state "$dir/state" --quiet \
-      > "$dir/out" 2> "$dir/err" &
-  else
-    # --control-fd reports the port workerd bound, as one JSON line.
-    "$WORKERD" serve "$here/workerd/config.capnp" -s http=127.0.0.1:0 -d do-storage="$dir/state" \
-      --control-fd=3 3> "$dir/out" 2> "$dir/err" > /dev/null &
-  fi
-  pid=$!
-  started+=("$pid")
-  for i in $(seq 100); do
-    if [ "$server" = eutaxy ]; then
-      port=$(sed -n 's|^eutaxy serve: listening on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$dir/out")
-    else
-      port=$(sed -n 's|.*"socket":"http","port":\([0-9]*\).*|\1|p' "$dir/out")
-    fi
-    [ -n "$port" ] && return 0
-    kill -0 "$pid" 2> /dev/null || break
-    sleep 0.1
-  done
-  echo "run.sh: $server did not start; its stderr:" >&2
-  cat "$dir/err" >&2
-  exit 1
-}
-
-# stop: SIGTERM, 10 s to finish, then SIGKILL.
-stop() {
-  local i
-  kill -TERM "$pid" 2> /dev/null || true
-  for i in $(seq 100); do
-    kill -0 "$pid" 2> /dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2> /dev/null || true
-  wait "$pid" 2> /dev/null || true
-}
+EUTAXY_CONFIG=$here/eutaxy/wrangler.jsonc
+WORKERD_CONFIG=$here/workerd/config.capnp
+# shellcheck source=servers.sh
+. "$here/servers.sh"
 
 # The server's process: the started one or, if it forked (a launcher), the
 # one of it and its descendants with the most resident memory.

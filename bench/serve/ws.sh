@@ -55,49 +55,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# start SERVER DIR [EUTAXY OPTIONS...]: starts it in DIR (state/, out, err)
-# and sets pid and port.
-start() {
-  local server=$1 dir=$2 i
-  shift 2
-  mkdir -p "$dir/state"
-  : > "$dir/out"
-  port=
-  if [ "$server" = eutaxy ]; then
-    "$EUTAXY" serve "$here/eutaxy/ws_wrangler.jsonc" --port 0 --state "$dir/state" --quiet "$@" \
-      > "$dir/out" 2> "$dir/err" &
-  else
-    "$WORKERD" serve "$here/workerd/ws_config.capnp" -s http=127.0.0.1:0 -d do-storage="$dir/state" \
-      --control-fd=3 3> "$dir/out" 2> "$dir/err" > /dev/null &
-  fi
-  pid=$!
-  started+=("$pid")
-  for i in $(seq 100); do
-    if [ "$server" = eutaxy ]; then
-      port=$(sed -n 's|^eutaxy serve: listening on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$dir/out")
-    else
-      port=$(sed -n 's|.*"socket":"http","port":\([0-9]*\).*|\1|p' "$dir/out")
-    fi
-    [ -n "$port" ] && return 0
-    kill -0 "$pid" 2> /dev/null || break
-    sleep 0.1
-  done
-  echo "ws.sh: $server did not start; its stderr:" >&2
-  cat "$dir/err" >&2
-  exit 1
-}
-
-# stop: SIGTERM, 10 s to finish, then SIGKILL.
-stop() {
-  local i
-  kill -TERM "$pid" 2> /dev/null || true
-  for i in $(seq 100); do
-    kill -0 "$pid" 2> /dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2> /dev/null || true
-  wait "$pid" 2> /dev/null || true
-}
+EUTAXY_CONFIG=$here/eutaxy/ws_wrangler.jsonc
+WORKERD_CONFIG=$here/workerd/ws_config.capnp
+# shellcheck source=servers.sh
+. "$here/servers.sh"
 
 # The server and its descendants, one pid a line.
 tree() {
