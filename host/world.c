@@ -118,6 +118,9 @@ struct eu_object {
    * rewind may put back any of them; NULL for none */
   const char *auto_req, *auto_resp;
   size_t auto_req_len, auto_resp_len;
+  /* its sockets, a chain of ids in the order accepted (eu_sock.next); the
+   * closed ones leave it when it is next walked (ws_prune) */
+  int64_t ws_head, ws_tail;
 };
 
 /* A WebSocket an object accepted (world.h). Its buffers hold records
@@ -127,6 +130,7 @@ struct eu_object {
  * client connected; got, what the client received, when the world keeps it. */
 typedef struct eu_sock {
   int64_t id;
+  int64_t next;         /* the id of its object's next socket, or 0 */
   int obj;              /* the object's index */
   int state;            /* EU_WS_* */
   uint64_t ident;       /* for reduction: from the accepting task */
@@ -1443,13 +1447,13 @@ static void reconcile_alarm(eu_world *w, eu_object *o) {
 
 /* After a turn: commit or roll back, then follow the alarm if user code
  * moved it. t is the task whose turn it was (NULL for none). */
-static void ws_flush(eu_world *w, eu_object *o, int ok);
+static void ws_flush(eu_world *w, int ok);
 
 static int end_turn(eu_world *w, eu_object *o, eu_task *t, int ok, char *err, size_t errlen) {
   int rc = EU_OK, wrote = 0;
   save_object(w, o);
   if (!o->store || !eu_store_in_turn(o->store)) {
-    if (w->ws_sent.n) ws_flush(w, o, ok);
+    if (w->ws_sent.n) ws_flush(w, ok);
     return EU_OK;
   }
   if (ok) {
@@ -1463,7 +1467,7 @@ static int end_turn(eu_world *w, eu_object *o, eu_task *t, int ok, char *err, si
   } else {
     eu_store_rollback(o->store);
   }
-  if (w->ws_sent.n) ws_flush(w, o, ok && rc == EU_OK);
+  if (w->ws_sent.n) ws_flush(w, ok && rc == EU_OK);
   if (eu_store_alarm_dirty(o->store)) {
     eu_store_clear_alarm_dirty(o->store);
     if (ok && rc == EU_OK) {
@@ -3354,39 +3358,53 @@ static void ws_queue_due(eu_world *w, eu_sock *s) {
 }
 
 /* The object let go of s, or lost it: nothing more comes from its client. */
-static void ws_closed(eu_world *w, eu_sock *s) {
+static void ws_closed(eu_sock *s) {
   s->state = EU_WS_CLOSED;
   s->inbox.n = 0;
   s->script.n = 0;
   eu_buf_reset(&s->attach);
-  (void)w;
 }
 
-int eu_world_ws_live(eu_world *w, eu_object *o) {
-  int i;
-  for (i = 0; i < w->nsocks; i++)
-    if (w->socks[i]->obj == o->index && w->socks[i]->state != EU_WS_CLOSED) return 1;
-  return 0;
+/* Takes o's closed sockets out of its chain, so that walking it costs what
+ * its open sockets do; returns how many are left. */
+static int ws_prune(eu_world *w, eu_object *o) {
+  int64_t *link = &o->ws_head, last = 0;
+  int n = 0;
+  while (*link) {
+    eu_sock *s = ws_find(w, *link);
+    if (s->state == EU_WS_CLOSED) {
+      *link = s->next;
+      continue;
+    }
+    last = s->id;
+    link = &s->next;
+    n++;
+  }
+  o->ws_tail = last;
+  return n;
 }
+
+int eu_world_ws_live(eu_world *w, eu_object *o) { return ws_prune(w, o) > 0; }
 
 /* The object is reset: every socket it has closes, and its client sees the connection drop. */
 static void ws_reset(eu_world *w, eu_object *o) {
-  int i;
-  for (i = 0; i < w->nsocks; i++) {
-    eu_sock *s = w->socks[i];
-    if (s->obj != o->index || s->state == EU_WS_CLOSED) continue;
+  eu_sock *s;
+  int64_t id;
+  for (id = o->ws_head; id; id = s->next) {
+    s = ws_find(w, id);
+    if (s->state == EU_WS_CLOSED) continue;
     if (s->state != EU_WS_PENDING) ws_deliver(w, s, EU_WS_DROP, 1006, NULL, 0);
-    ws_closed(w, s);
+    ws_closed(s);
   }
+  o->ws_head = o->ws_tail = 0;
 }
 
 /* What the turn of o that ends sent: to the clients if it committed, else nowhere. */
-static void ws_flush(eu_world *w, eu_object *o, int ok) {
+static void ws_flush(eu_world *w, int ok) {
   const char *p = w->ws_sent.p, *data;
   size_t n = w->ws_sent.n, len;
   int op, code;
   int64_t id, at;
-  (void)o;
   w->ws_sent.n = 0;
   while (ok && n >= 8) {
     eu_sock *s;
@@ -3595,10 +3613,9 @@ int eu_world_ws_accept(lua_State *L, const char *const *tags, const size_t *lens
   eu_object *o = eu_world_self(L);
   eu_task *t = eu_world_running(L);
   eu_sock *s;
-  int i, live = 0;
+  int i;
   if (!w || !o || o->ns < 0) return eu_err(why, whylen, EU_EINVAL, "only a Durable Object can accept a WebSocket");
-  for (i = 0; i < w->nsocks; i++) live += w->socks[i]->obj == o->index && w->socks[i]->state != EU_WS_CLOSED;
-  if (live >= EU_WS_MAX_PER_OBJECT)
+  if (ws_prune(w, o) >= EU_WS_MAX_PER_OBJECT)
     return eu_err(why, whylen, EU_EINVAL, "an object may hold %d WebSockets at once", EU_WS_MAX_PER_OBJECT);
   if (!room((void **)&w->socks, w->nsocks, &w->capsocks, sizeof *w->socks) || !(s = calloc(1, sizeof *s)))
     return eu_err(why, whylen, EU_ENOMEM, "not enough memory");
@@ -3614,6 +3631,9 @@ int eu_world_ws_accept(lua_State *L, const char *const *tags, const size_t *lens
       return eu_err(why, whylen, EU_ENOMEM, "not enough memory");
     }
   w->socks[w->nsocks++] = s;
+  if (o->ws_tail) ws_find(w, o->ws_tail)->next = s->id;
+  else o->ws_head = s->id;
+  o->ws_tail = s->id;
   trace(w, "%s  accepts WebSocket %lld", o->tag, (long long)s->id);
   *out = s->id;
   return EU_OK;
@@ -3664,13 +3684,13 @@ int eu_world_ws_attach(lua_State *L, int64_t id, char *attach, size_t len) {
 int eu_world_ws_list(lua_State *L, const char *tag, const int64_t **ids, int *n) {
   eu_world *w = eu_world_of(L);
   eu_object *o = eu_world_self(L);
-  int i;
+  int64_t id;
   *n = 0;
   *ids = NULL;
   if (!w || !o) return EU_EINVAL;
-  for (i = 0; i < w->nsocks; i++) {
-    eu_sock *s = w->socks[i];
-    if (s->obj != o->index || s->state == EU_WS_CLOSED) continue;
+  ws_prune(w, o);
+  for (id = o->ws_head; id; id = ws_find(w, id)->next) {
+    eu_sock *s = ws_find(w, id);
     if (tag) {
       const char *p = s->tags.p, *end = s->tags.p + s->tags.n;
       int has = 0;
@@ -3752,6 +3772,7 @@ static int ws_load(eu_world *w, const char **p, int nsocks) {
       *p += lens[k];
     }
     s->id = saved.id;
+    s->next = saved.next;
     s->obj = saved.obj;
     s->state = saved.state;
     s->ident = saved.ident;
