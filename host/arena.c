@@ -134,6 +134,129 @@ void eu_arena_load(eu_arena *a, const void *from, size_t len) {
   a->ready = ready;
 }
 
+/* A delta is the image's length, then runs over its 8-byte words: how many
+ * words are as in base (past base's end, as zero), then how many follow
+ * that are not, and those words. Counts are LEB128. A run of changed words
+ * takes in a gap of one unchanged word, which costs less than a new run. */
+static unsigned char *put_count(unsigned char *p, size_t n) {
+  while (n >= 0x80) {
+    *p++ = (unsigned char)(n | 0x80);
+    n >>= 7;
+  }
+  *p++ = (unsigned char)n;
+  return p;
+}
+
+static const unsigned char *get_count(const unsigned char *p, size_t *n) {
+  size_t v = 0;
+  int shift = 0;
+  while (*p & 0x80) {
+    v |= (size_t)(*p++ & 0x7f) << shift;
+    shift += 7;
+  }
+  *n = v | (size_t)*p++ << shift;
+  return p;
+}
+
+static uint64_t word_at(const unsigned char *p, size_t i, size_t nwords) {
+  uint64_t v = 0;
+  if (i < nwords) memcpy(&v, p + i * 8, 8);
+  return v;
+}
+
+size_t eu_arena_delta_max(const eu_arena *a) {
+  size_t n = a->top / 8;
+  return 16 + n * 8 + (n / 2 + 1) * 20;  /* every word, and two counts per two words */
+}
+
+size_t eu_arena_delta(const eu_arena *a, const void *base, size_t base_len, unsigned char *out) {
+  const unsigned char *cur = (const unsigned char *)a, *b = base;
+  size_t n = a->top / 8, nb = base_len / 8, i = 0, k;
+  unsigned char *p = put_count(out, a->top);
+  while (i < n) {
+    size_t same = i, from, to;
+    uint64_t w;
+    while (i + 32 <= n && i + 32 <= nb && memcmp(cur + i * 8, b + i * 8, 256) == 0) i += 32;
+    while (i < n) {
+      memcpy(&w, cur + i * 8, 8);
+      if (w != word_at(b, i, nb)) break;
+      i++;
+    }
+    if (i == n) break;
+    from = to = i;
+    while (to < n) {
+      memcpy(&w, cur + to * 8, 8);
+      if (w != word_at(b, to, nb)) {
+        to++;
+        continue;
+      }
+      if (to + 1 < n) {  /* a gap of one word joins the run */
+        memcpy(&w, cur + (to + 1) * 8, 8);
+        if (w != word_at(b, to + 1, nb)) {
+          to += 2;
+          continue;
+        }
+      }
+      break;
+    }
+    p = put_count(p, from - same);
+    p = put_count(p, to - from);
+    for (k = from; k < to; k++) {
+      memcpy(p, cur + k * 8, 8);
+      p += 8;
+    }
+    i = to;
+  }
+  return (size_t)(p - out);
+}
+
+/* Copies base, as if zeros followed it, into [from, to) of the arena. */
+static void put_base(unsigned char *cur, const unsigned char *base, size_t base_len, size_t from, size_t to) {
+  if (from < base_len) {
+    memcpy(cur + from, base + from, (to < base_len ? to : base_len) - from);
+    from = base_len;
+  }
+  if (to > from) memset(cur + from, 0, to - from);
+}
+
+void eu_arena_apply_delta(eu_arena *a, const void *base, size_t base_len, size_t clean_to,
+                          const unsigned char *delta, size_t len) {
+  size_t limit = a->limit, ready, top, i = 0, same, diff;
+  const unsigned char *p = delta, *end = delta + len;
+  unsigned char *cur = (unsigned char *)a;
+  p = get_count(p, &top);
+  if (top > a->ready) populate(a, top);
+  ready = a->ready;
+  if (clean_to < top) put_base(cur, base, base_len, clean_to, top);
+  while (p < end) {
+    p = get_count(p, &same);
+    p = get_count(p, &diff);
+    i += same;
+    memcpy(cur + i * 8, p, diff * 8);
+    p += diff * 8;
+    i += diff;
+  }
+  a->limit = limit;
+  a->ready = ready;
+}
+
+void eu_arena_undo_delta(eu_arena *a, const void *base, size_t base_len, const unsigned char *delta, size_t len) {
+  size_t limit = a->limit, ready = a->ready, top, i = 0, same, diff;
+  const unsigned char *p = delta, *end = delta + len;
+  unsigned char *cur = (unsigned char *)a;
+  p = get_count(p, &top);
+  while (p < end) {
+    p = get_count(p, &same);
+    p = get_count(p, &diff);
+    i += same;
+    put_base(cur, base, base_len, i * 8, (i + diff) * 8);
+    p += diff * 8;
+    i += diff;
+  }
+  a->limit = limit;
+  a->ready = ready;
+}
+
 void eu_prefault(void *p, size_t n) {
   uintptr_t from = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, to = ((uintptr_t)p + n) & ~(uintptr_t)4095;
   if (to > from) madvise((void *)from, to - from, MADV_POPULATE_WRITE);
@@ -143,4 +266,10 @@ void *eu_arena_first(eu_arena *a) { return (char *)a + HEADER; }
 
 int eu_arena_owns(const eu_arena *a, const void *p) {
   return (const char *)p >= (const char *)a + HEADER && (const char *)p < (const char *)a + a->top;
+}
+
+size_t eu_arena_delta_top(const unsigned char *delta) {
+  size_t top;
+  get_count(delta, &top);
+  return top;
 }

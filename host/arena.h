@@ -40,6 +40,25 @@ size_t eu_arena_used(const eu_arena *a);
 void eu_arena_save(const eu_arena *a, void *to);
 /* Returns the arena to an image of its own (len = eu_arena_used then). */
 void eu_arena_load(eu_arena *a, const void *from, size_t len);
+/* A delta: the arena's image as the changes from base, an image of the
+ * same arena (its eu_arena_save, base_len bytes), read as if zeros followed
+ * it. Heaps grown from one image differ from it in a small part, so a delta
+ * is far smaller than the image: an idle object's heap can be kept as one
+ * while another's is in the arena.
+ *
+ * eu_arena_delta writes it to out, which holds eu_arena_delta_max bytes,
+ * and returns its length. eu_arena_apply_delta returns the arena to the
+ * image the delta was made from; clean_to says how much of the arena is
+ * base already (0 for none), and only the rest is copied. eu_arena_undo_delta
+ * makes base again of what the delta changed, so that after it the arena
+ * is base up to the delta's image's end. */
+size_t eu_arena_delta_max(const eu_arena *a);
+size_t eu_arena_delta(const eu_arena *a, const void *base, size_t base_len, unsigned char *out);
+void eu_arena_apply_delta(eu_arena *a, const void *base, size_t base_len, size_t clean_to,
+                          const unsigned char *delta, size_t len);
+void eu_arena_undo_delta(eu_arena *a, const void *base, size_t base_len, const unsigned char *delta, size_t len);
+/* The size of the image a delta was made from. */
+size_t eu_arena_delta_top(const unsigned char *delta);
 /* Where the first block of an emptied arena goes: what an image's first
  * allocation was. */
 void *eu_arena_first(eu_arena *a);

@@ -39,7 +39,10 @@
  *
  * Objects come and go: one idle for --evict-after seconds, or the least
  * recently active beyond --max-resident, is evicted (isolate and file
- * closed) and comes back on its next call or alarm.
+ * closed) and comes back on its next call or alarm. Of the resident ones,
+ * at most --max-awake have their heaps unpacked; the others' are packed
+ * (eu_world_opts.berths), about a tenth of the size, and unpacked on their
+ * next event with their in-memory state whole.
  *
  * Outbound fetches: an eutaxy.fetch of the worker or an object is a yield
  * point, as an RPC is; the world hands its wire request here (on_outbound).
@@ -1838,6 +1841,7 @@ static int start(server *s, char *err, size_t errlen) {
   wo.hold_wait_until = 1;  /* a worker's waitUntil runs once its response is on its way */
   wo.store_provider = provide_store;
   wo.store_ud = s;
+  wo.berths = s->o.max_awake > 0 ? s->o.max_awake : 0;
   wo.cpu_limit = s->o.cpu_limit;
   wo.mem_limit = s->o.mem_limit;
   wo.max_object_bytes = s->o.max_object_bytes;
@@ -1882,6 +1886,7 @@ static void fill_defaults(server *s) {
   struct rlimit rl;
   long fds = 1024;
   if (s->o.max_resident <= 0) s->o.max_resident = EU_SERVE_MAX_RESIDENT;
+  if (s->o.max_awake == 0) s->o.max_awake = EU_SERVE_MAX_AWAKE;
   if (s->o.evict_after_ms < 0) s->o.evict_after_ms = 0;
   else if (s->o.evict_after_ms == 0) s->o.evict_after_ms = EU_SERVE_EVICT_AFTER_MS;
   if (s->o.header_timeout_ms <= 0) s->o.header_timeout_ms = EU_SERVE_HEADER_TIMEOUT_MS;
@@ -1996,7 +2001,7 @@ static int64_t opt_int(lua_State *L, const char *k, int64_t lo, int64_t hi) {
 }
 
 /* core.serve{ entry=, projectdir=, libdir=, bindings=, vars=, host=, port=, state=, quiet=,
- * durability_process=, max_resident=, evict_after_ms=, header_timeout_ms=,
+ * durability_process=, max_resident=, max_awake=, evict_after_ms=, header_timeout_ms=,
  * idle_timeout_ms=, max_connections=, cpu_limit=, memory_limit=, max_object_bytes=, test_clock=,
  * fetch_timeout_ms=, fetch_max_bytes=, ca_file=, crons = { "*\/5 * * * *", ... } } (integers;
  * nil for the defaults):
@@ -2024,6 +2029,7 @@ static int l_serve(lua_State *L) {
   o.durability_process = lua_toboolean(L, -1);
   lua_pop(L, 1);
   o.max_resident = (int)opt_int(L, "max_resident", 0, 100000000);
+  o.max_awake = (int)opt_int(L, "max_awake", -1, 100000000);
   o.evict_after_ms = opt_int(L, "evict_after_ms", -1, INT64_MAX / 2);
   o.header_timeout_ms = opt_int(L, "header_timeout_ms", 0, INT64_MAX / 2);
   o.idle_timeout_ms = opt_int(L, "idle_timeout_ms", 0, INT64_MAX / 2);

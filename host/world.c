@@ -103,6 +103,13 @@ struct eu_object {
   void *boot_img;
   size_t boot_len;
   int boot_wire_ref;
+  /* berths (eu_world_opts.berths): the one its isolate lives in, or -1;
+   * packed, its heap as a delta from the berth's base while another
+   * object's is awake there (NULL while its own is), with what its
+   * isolate's struct said of its memory, for the store's limits */
+  int berth;
+  unsigned char *packed;
+  size_t packed_len, packed_mem, packed_limit;
   /* The input gate (ctx.blockConcurrencyWhile): the task it is shut for
    * (0 when open), how deep its calls nest, the generation its time-out
    * names; init asked for functions to run before anything else. breaking:
@@ -273,6 +280,11 @@ struct eu_world {
   int ncks, capcks;
   struct spare *spare;  /* arenas of objects a rewind forgot, for the next ones */
   int nspare, capspare;
+  struct berth *berths;  /* eu_world_opts.berths of them, made as needed */
+  int nberths;
+  uint64_t berth_clock;
+  unsigned char *pack_buf;  /* where a delta is made, before it is copied to its size */
+  size_t pack_cap;
   size_t ck_bytes;    /* held by images and checkpoints' blobs */
   /* WebSockets: socket id - 1 indexes socks; what the turn running sent, as
    * records each after its socket's id; ids for eu_world_ws_list; strings
@@ -291,6 +303,19 @@ struct eu_world {
   int narms, caparms, arm_ids;
   unsigned armed_kinds;
 };
+
+/* An arena where the heaps of many objects take turns (eu_world_opts.berths):
+ * one is awake in it, the others are packed as deltas from base, the arena
+ * once the runtime was loaded, which every object in it started from. */
+typedef struct berth {
+  eu_arena *arena;
+  eu_object *o;       /* awake in it, or NULL */
+  void *base;
+  size_t base_len;
+  int base_wire_ref;
+  size_t clean_to;    /* with no object awake: the arena is base up to here */
+  uint64_t used;      /* berth_clock when an object last woke or was built in it */
+} berth;
 
 /* An arena a rewind took back, with the image of the runtime its last
  * object's build loaded: any object's next build in it starts there. */
@@ -340,6 +365,9 @@ static void save_object(eu_world *w, eu_object *o);
 static void store_mark(eu_world *w, eu_object *o);
 static eu_arena *take_arena(eu_world *w, eu_object *o);
 static void forget_saves(eu_world *w, eu_object *o);
+static struct berth *take_berth(eu_world *w, eu_object *o);
+static void leave_berth(eu_world *w, eu_object *o);
+static void wake_heap(eu_world *w, eu_object *o);
 
 /* Called after an object's isolate or store came or went. */
 static void note_resident(eu_world *w, eu_object *o) {
@@ -856,6 +884,7 @@ static eu_object *add_object(eu_world *w, int ns, const char *hex, const char *n
   o->ns = ns;
   o->w = w;
   o->dispatch_ref = o->wire_error_ref = LUA_NOREF;
+  o->berth = -1;
   snprintf(o->hex, sizeof o->hex, "%s", hex);
   if (name && !(o->name = dupmem(name, namelen))) {
     free(o);
@@ -950,9 +979,14 @@ eu_object *eu_world_object_by_name(eu_world *w, const char *binding, const char 
 static int link_limits(eu_world *w, eu_object *o) {
   eu_store_limits l;
   if (!o->store) return EU_OK;
+  l.max_bytes = w->o.max_object_bytes;
+  if (o->packed) {  /* its isolate's struct is in the packed heap */
+    l.mem_limit = o->packed_limit;
+    l.mem_also = &o->packed_mem;
+    return eu_store_set_limits(o->store, &l);
+  }
   l.mem_limit = o->iso ? eu_isolate_mem_limit(o->iso) : 0;
   l.mem_also = o->iso ? eu_isolate_mem_ptr(o->iso) : NULL;
-  l.max_bytes = w->o.max_object_bytes;
   if (o->iso) eu_isolate_count_also(o->iso, eu_store_mem_ptr(o->store));
   return eu_store_set_limits(o->store, &l);
 }
@@ -961,9 +995,15 @@ static int link_limits(eu_world *w, eu_object *o) {
  * last pass); the gate keeps it from writing storage outside any turn. */
 static void close_isolate(eu_world *w, eu_object *o) {
   if (!o->iso) return;
-  save_object(w, o);
-  if (o->store) eu_store_gate(o->store, 0);
-  eu_isolate_close(o->iso);
+  if (o->packed && w->closing) {  /* the world goes: no finalizer runs in a packed heap */
+    free(o->packed);
+    o->packed = NULL;
+  } else {
+    save_object(w, o);
+    if (o->store) eu_store_gate(o->store, 0);
+    eu_isolate_close(o->iso);
+  }
+  leave_berth(w, o);
   o->iso = NULL;
   o->dispatch_ref = o->wire_error_ref = LUA_NOREF;
   if (o->store) {
@@ -1030,6 +1070,14 @@ static int load_runtime(lua_State *L) {
   lua_call(L, 1, 1);
   lua_getfield(L, 1, "wire_error");
   a->o->wire_error_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  if (a->w->o.berths > 0 && a->o->ns >= 0 && !a->w->ck_on) {
+    /* storage, which nearly every object uses, in the berth's base, which
+     * its objects share, rather than in each; the base is what packing an
+     * object compares its heap with, so the rest waits to be needed */
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "eutaxy.storage");
+    lua_call(L, 1, 0);
+  }
   return 0;
 }
 
@@ -1090,12 +1138,27 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   eu_isolate_opts io;
   boot_args a;
   lua_State *L;
-  int rc;
+  berth *b = NULL;
+  const void *boot;
+  size_t boot_len;
+  int rc, boot_ref;
   memset(&io, 0, sizeof io);
   save_object(w, o);
-  if (w->ck_on && !o->arena && !(o->arena = take_arena(w, o)))
-    return eu_err(err, errlen, EU_ENOMEM, "out of address space for an isolate's arena");
-  io.arena = w->ck_on ? o->arena : NULL;
+  if (w->o.berths > 0 && o->ns >= 0 && !w->ck_on) {
+    if (!(b = take_berth(w, o)))
+      return eu_err(err, errlen, EU_ENOMEM, "out of address space for an isolate's arena");
+    io.arena = o->arena;
+    boot = b->base;
+    boot_len = b->base_len;
+    boot_ref = b->base_wire_ref;
+  } else {
+    if (w->ck_on && !o->arena && !(o->arena = take_arena(w, o)))
+      return eu_err(err, errlen, EU_ENOMEM, "out of address space for an isolate's arena");
+    io.arena = w->ck_on ? o->arena : NULL;
+    boot = o->boot_img;
+    boot_len = o->boot_len;
+    boot_ref = o->boot_wire_ref;
+  }
   io.libdir = w->libdir;
   io.projectdir = w->projectdir;
   io.mem_limit = w->o.mem_limit;
@@ -1105,13 +1168,14 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   io.ud = o;
   a.w = w;
   a.o = o;
-  if (io.arena && o->boot_img) {
+  if (io.arena && boot) {
     /* the same isolate as the last build had made by now, at the same address */
-    eu_arena_load(o->arena, o->boot_img, o->boot_len);
+    eu_arena_load(o->arena, boot, boot_len);
     o->iso = eu_isolate_in(o->arena);
     eu_isolate_set_ud(o->iso, o);  /* the image may be another object's */
-    o->wire_error_ref = o->boot_wire_ref;
+    o->wire_error_ref = boot_ref;
   } else if ((rc = eu_isolate_new(&o->iso, &io, err, errlen)) != EU_OK) {
+    leave_berth(w, o);
     return rc;
   }
   if (link_limits(w, o) != EU_OK) {
@@ -1120,7 +1184,7 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
     return EU_ESQL;
   }
   L = eu_isolate_L(o->iso);
-  if (!io.arena || !o->boot_img) {
+  if (!io.arena || !boot) {
     lua_pushcfunction(L, load_runtime);
     lua_pushlightuserdata(L, &a);
     if ((rc = lua_pcall(L, 1, 0, 0)) != LUA_OK) {
@@ -1128,7 +1192,19 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
       lua_insert(L, -2);
       goto fail;
     }
-    if (io.arena && (o->boot_img = malloc(eu_arena_used(o->arena))) != NULL) {
+    if (b) {
+      /* Generational: a collection leaves old objects' bytes as they were,
+       * so a heap stays close to the base it grew from. */
+      lua_gc(L, LUA_GCGEN, 0, 0);
+      lua_gc(L, LUA_GCCOLLECT);
+      eu_isolate_count_also(o->iso, NULL);  /* the base is no object's */
+      if ((b->base = malloc(eu_arena_used(o->arena))) != NULL) {
+        b->base_len = eu_arena_used(o->arena);
+        eu_arena_save(o->arena, b->base);
+        b->base_wire_ref = o->wire_error_ref;
+      }
+      link_limits(w, o);
+    } else if (io.arena && (o->boot_img = malloc(eu_arena_used(o->arena))) != NULL) {
       o->boot_len = eu_arena_used(o->arena);
       eu_arena_save(o->arena, o->boot_img);
       o->boot_wire_ref = o->wire_error_ref;
@@ -3915,6 +3991,7 @@ static void store_mark(eu_world *w, eu_object *o) {
 /* Called before anything reads or writes o's isolate or store in a step. */
 static void save_object(eu_world *w, eu_object *o) {
   ck_img *e;
+  if (o->packed) wake_heap(w, o);
   if (!w->ck_on || w->ncks == 0 || o->ck_seen == w->ck_serial) return;
   o->ck_seen = w->ck_serial;
   if (!room((void **)&o->imgs, o->nimgs, &o->capimgs, sizeof *o->imgs)) {
@@ -3954,6 +4031,112 @@ static eu_arena *take_arena(eu_world *w, eu_object *o) {
     return s->arena;
   }
   return eu_arena_new((w->o.mem_limit ? w->o.mem_limit : EU_ISOLATE_MEM_DEFAULT) + EU_ISOLATE_RESERVE);
+}
+
+/* ---- berths -------------------------------------------------------------
+ *
+ * With eu_world_opts.berths, objects' isolates live in that many arenas, and
+ * the heaps of objects in one berth take turns in it: one is awake, the
+ * others packed, each as a delta from the berth's base (arena.h), which
+ * costs a small part of the heap. An object keeps its berth while its
+ * isolate lives, since a heap is at home only at its own addresses; a new
+ * isolate takes a free berth, or the one used least recently. Waking a
+ * packed heap packs the one awake in its berth: that happens between
+ * turns, where no Lua code of either object is running. */
+
+/* Packs o's heap; its berth is free for another's, and is base again. */
+static int pack_heap(eu_world *w, eu_object *o) {
+  berth *b = &w->berths[o->berth];
+  size_t max = eu_arena_delta_max(o->arena), n;
+  unsigned char *d;
+  if (max > w->pack_cap) {
+    free(w->pack_buf);
+    w->pack_cap = 0;
+    if (!(w->pack_buf = malloc(max))) return EU_ENOMEM;
+    w->pack_cap = max;
+  }
+  n = eu_arena_delta(o->arena, b->base, b->base_len, w->pack_buf);
+  if (!(d = malloc(n))) return EU_ENOMEM;
+  memcpy(d, w->pack_buf, n);
+  o->packed_mem = eu_isolate_mem(o->iso);
+  o->packed_limit = eu_isolate_mem_limit(o->iso);
+  o->packed = d;
+  o->packed_len = n;
+  eu_arena_undo_delta(b->arena, b->base, b->base_len, d, n);
+  b->clean_to = eu_arena_used(b->arena);
+  b->o = NULL;
+  link_limits(w, o);  /* the quota is the same: nothing that can fail runs */
+  return EU_OK;
+}
+
+/* Makes room in berth b: the heap awake there is packed, or, when memory
+ * for that ran out, the object is evicted (its isolate closed), as a
+ * platform may evict any object. */
+static void clear_berth(eu_world *w, berth *b) {
+  eu_object *v = b->o;
+  if (!v) return;
+  if (w->running && w->running->obj == v) {
+    fprintf(stderr, "eutaxy: %s's heap was asked to make way while it runs\n", v->tag);
+    abort();
+  }
+  if (pack_heap(w, v) == EU_OK) return;
+  trace(w, "%s  evicted: no memory to pack its heap", v->tag);
+  close_isolate(w, v);
+  note_resident(w, v);
+}
+
+static void wake_heap(eu_world *w, eu_object *o) {
+  berth *b = &w->berths[o->berth];
+  unsigned char *d = o->packed;
+  clear_berth(w, b);
+  o->packed = NULL;
+  eu_arena_apply_delta(b->arena, b->base, b->base_len, b->clean_to, d, o->packed_len);
+  free(d);
+  b->o = o;
+  b->clean_to = 0;
+  b->used = ++w->berth_clock;
+  link_limits(w, o);
+}
+
+static berth *take_berth(eu_world *w, eu_object *o) {
+  berth *b = NULL;
+  int i;
+  if (o->berth >= 0) {
+    b = &w->berths[o->berth];
+    b->used = ++w->berth_clock;
+    return b;
+  }
+  if (!w->berths && !(w->berths = calloc((size_t)w->o.berths, sizeof *w->berths))) return NULL;
+  for (i = 0; i < w->nberths; i++)
+    if (!w->berths[i].o && (!b || w->berths[i].used < b->used)) b = &w->berths[i];
+  if (!b && w->nberths < w->o.berths) {
+    b = &w->berths[w->nberths];
+    if (!(b->arena = eu_arena_new((w->o.mem_limit ? w->o.mem_limit : EU_ISOLATE_MEM_DEFAULT) + EU_ISOLATE_RESERVE)))
+      return NULL;
+    b->base_wire_ref = LUA_NOREF;
+    w->nberths++;
+  }
+  if (!b) {
+    for (i = 0; i < w->nberths; i++)
+      if (!b || w->berths[i].used < b->used) b = &w->berths[i];
+    clear_berth(w, b);
+  }
+  b->o = o;
+  b->used = ++w->berth_clock;
+  o->berth = (int)(b - w->berths);
+  o->arena = b->arena;
+  return b;
+}
+
+/* o's isolate is closed: its berth's arena is another's to use. */
+static void leave_berth(eu_world *w, eu_object *o) {
+  if (o->berth < 0) return;
+  if (w->berths[o->berth].o == o) {
+    w->berths[o->berth].o = NULL;
+    w->berths[o->berth].clean_to = 0;
+  }
+  o->berth = -1;
+  o->arena = NULL;
 }
 
 /* Takes o's arena and boot image back, for the next object's build. */
@@ -4246,6 +4429,12 @@ void eu_world_free(eu_world *w) {
     free(w->spare[i].boot_img);
   }
   free(w->spare);
+  for (i = 0; i < w->nberths; i++) {
+    eu_arena_delete(w->berths[i].arena);
+    free(w->berths[i].base);
+  }
+  free(w->berths);
+  free(w->pack_buf);
   for (i = 0; i < w->capcks; i++) eu_buf_free(&w->cks[i].blob);
   free(w->cks);
   free(w->objects);

@@ -120,6 +120,12 @@ typedef struct eu_world_opts {
   /* Keep checkpoints (eu_world_checkpoint): objects' isolates live in
    * arenas, and their stores must come from a provider in baseline mode. */
   int checkpoints;
+  /* Keep idle objects' heaps small (serve): objects' isolates live in this
+   * many arenas, one awake in each; the heaps of the others are packed as
+   * deltas from what every isolate of their arena started from, and woken
+   * when next used. 0: each isolate has a heap of its own. Not with
+   * checkpoints. */
+  int berths;
   /* A waitUntil asked for by an invocation that answers a slot starts once
    * that answer is taken (serve: as the response leaves), not as soon as
    * the invocation ends. */

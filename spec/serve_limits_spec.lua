@@ -96,6 +96,7 @@ printf 'GET /count HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n' "$big" | curl -s --
       { "--durability fast", "--durability must be full or process, got fast" },
       { "--header-timeout 0", "--header-timeout must be a number of seconds above 0, got 0" },
       { "--max-resident x", "--max-resident must be an integer within 1..100000000, got x" },
+      { "--max-awake -1", "--max-awake must be an integer within 0..100000000, got -1" },
       { "--memory-limit", "--memory-limit needs a value" },
       { "--max-object-bytes 10", "--max-object-bytes must be an integer within 65536..1125899906842624, got 10" },
       { "--bogus", "unknown option --bogus" },

@@ -297,6 +297,75 @@ static void test_owns_exactly_the_blocks_below_its_top(void) {
   eu_arena_delete(b);
 }
 
+
+/* A heap grown from a base in many random ways: scattered words changed,
+ * runs changed, blocks freed and new ones cut past the base's end. */
+static void grow_from(eu_arena *a, const void *base, size_t base_len, unsigned seed, void **kept, int nkept) {
+  int i;
+  eu_arena_load(a, base, base_len);
+  srand(seed);
+  for (i = 0; i < 40; i++) {
+    unsigned char *p = kept[rand() % nkept];
+    p[rand() % 48] ^= (unsigned char)(1 + rand() % 255);
+  }
+  if (seed % 3 == 0) eu_arena_free(a, kept[seed % nkept], 48);
+  for (i = 0; i < (int)(seed % 7); i++) fill(eu_arena_alloc(a, 16 + (size_t)rand() % 700), 64, (unsigned char)seed);
+}
+
+static void test_delta_returns_each_heap_grown_from_a_base(void) {
+  eu_arena *a = eu_arena_new(1 << 20);
+  void *kept[32], *base, *want[6];
+  unsigned char *delta[6], *buf;
+  size_t base_len, len[6], want_len[6], clean_to;
+  unsigned k;
+  int i;
+  ASSERT(a != NULL);
+  for (i = 0; i < 32; i++) fill(kept[i] = eu_arena_alloc(a, 48), 48, (unsigned char)i);
+  base_len = eu_arena_used(a);
+  ASSERT((base = malloc(base_len)) != NULL);
+  eu_arena_save(a, base);
+  /* Each heap packed in turn, the arena left as base after each. */
+  for (k = 0; k < 6; k++) {
+    grow_from(a, base, base_len, k + 1, kept, 32);
+    want_len[k] = eu_arena_used(a);
+    ASSERT((want[k] = malloc(want_len[k])) != NULL);
+    eu_arena_save(a, want[k]);
+    ASSERT((buf = malloc(eu_arena_delta_max(a))) != NULL);
+    len[k] = eu_arena_delta(a, base, base_len, buf);
+    ASSERT(len[k] < want_len[k] / 2);  /* small changes make a small delta */
+    ASSERT(eu_arena_delta_top(buf) == want_len[k]);
+    delta[k] = buf;
+    eu_arena_undo_delta(a, base, base_len, buf, len[k]);
+    ASSERT(memcmp((char *)a + 64, (char *)base + 64, base_len - 64) == 0);
+  }
+  /* Unpacked in another order, each into whatever the last one left:
+   * base up to clean_to, or nothing known (0). */
+  clean_to = 0;
+  for (k = 0; k < 6; k++) {
+    unsigned j = (k * 5 + 2) % 6;
+    eu_arena_apply_delta(a, base, base_len, clean_to, delta[j], len[j]);
+    ASSERT(eu_arena_used(a) == want_len[j]);
+    ASSERT(memcmp((char *)a + 64, (char *)want[j] + 64, want_len[j] - 64) == 0);
+    for (i = 0; i < 32; i++) ASSERT(eu_arena_owns(a, kept[i]));
+    if (k % 2) {
+      eu_arena_undo_delta(a, base, base_len, delta[j], len[j]);
+      clean_to = eu_arena_used(a);
+    } else {
+      fill((char *)a + base_len - 256, 256, 99);  /* garbage: nothing is known */
+      clean_to = 0;
+    }
+  }
+  /* the arena still allocates after an unpacked image */
+  eu_arena_apply_delta(a, base, base_len, 0, delta[0], len[0]);
+  fill(eu_arena_alloc(a, 100), 100, 5);
+  for (k = 0; k < 6; k++) {
+    free(delta[k]);
+    free(want[k]);
+  }
+  free(base);
+  eu_arena_delete(a);
+}
+
 static const eu_test tests[] = {
   { "hands out small blocks aligned and apart, and reuses a freed one for its class",
     test_small_blocks_are_aligned_apart_and_reused_by_class },
@@ -307,6 +376,8 @@ static const eu_test tests[] = {
     test_load_returns_the_heap_to_a_saved_image_in_place },
   { "returns NULL when out of room and keeps the heap", test_running_out_of_room_returns_null_and_keeps_the_heap },
   { "owns exactly the blocks below its top", test_owns_exactly_the_blocks_below_its_top },
+  { "returns each heap grown from a base from its delta, whatever the arena held",
+    test_delta_returns_each_heap_grown_from_a_base },
 };
 
 int main(void) { return test_main(tests, sizeof tests / sizeof tests[0]); }

@@ -61,6 +61,11 @@ local valued = {
     opts.max_resident = n
     return err
   end,
+  ["--max-awake"] = function(opts, v)
+    local n, err = integer("--max-awake", v, 0, 100000000)
+    if n then opts.max_awake = n == 0 and -1 or n end
+    return err
+  end,
   ["--evict-after"] = function(opts, v)
     local n, err = seconds("--evict-after", v, true)
     if n then opts.evict_after_ms = n == 0 and -1 or millis(n) end
@@ -185,7 +190,7 @@ function serve.main(argv)
     entry = cfg.main, projectdir = dirname(cfg.main), libdir = config.libdir(),
     bindings = cfg.bindings, vars = cfg.vars, host = opts.host, port = opts.port, state = opts.state,
     quiet = opts.quiet, durability_process = opts.durability == "process",
-    max_resident = opts.max_resident, evict_after_ms = opts.evict_after_ms,
+    max_resident = opts.max_resident, max_awake = opts.max_awake, evict_after_ms = opts.evict_after_ms,
     header_timeout_ms = opts.header_timeout_ms, idle_timeout_ms = opts.idle_timeout_ms,
     max_connections = opts.max_connections, cpu_limit = opts.cpu_limit,
     memory_limit = opts.memory_limit, max_object_bytes = opts.max_object_bytes,
