@@ -283,6 +283,10 @@ struct eu_world {
   struct berth *berths;  /* eu_world_opts.berths of them, made as needed */
   int nberths;
   uint64_t berth_clock;
+  /* the berths' base has no worker module: loading it did something an
+   * object could tell (clock_reads, draws, prints), or failed */
+  int berth_plain;
+  uint64_t clock_reads, prints;
   unsigned char *pack_buf;  /* where a delta is made, before it is copied to its size */
   size_t pack_cap;
   size_t ck_bytes;    /* held by images and checkpoints' blobs */
@@ -487,11 +491,13 @@ plain:
 
 static int64_t now_abs(void *ud) {
   eu_world *w = ud;
+  w->clock_reads++;
   return w->o.start_ms + w->sched.now;
 }
 
 static int64_t elapsed(void *ud) {
   eu_world *w = ud;
+  w->clock_reads++;
   return w->sched.now;
 }
 
@@ -1040,6 +1046,7 @@ static void log_print(void *ud, const char *msg, size_t len) {
   eu_object *o = ud;
   eu_world *w = o->w;
   const char *who = w->running ? w->running->label : o->tag;
+  w->prints++;
   trace(w, "%s  print: %.*s", who, (int)(len > 400 ? 400 : len), msg);
   if (w->o.echo_log) fprintf(stderr, "[%s] %.*s\n", o->tag, (int)len, msg);
 }
@@ -1059,6 +1066,7 @@ static int traceback(lua_State *L) {
 typedef struct boot_args {
   eu_world *w;
   eu_object *o;
+  int impure;  /* the worker module's preload did what an object could tell */
 } boot_args;
 
 /* load_runtime(args): requires the runtime and keeps its wire_error. */
@@ -1074,9 +1082,21 @@ static int load_runtime(lua_State *L) {
     /* storage, which nearly every object uses, in the berth's base, which
      * its objects share, rather than in each; the base is what packing an
      * object compares its heap with, so the rest waits to be needed */
+    eu_world *w = a->w;
+    uint64_t reads = w->clock_reads, draws = w->draws, prints = w->prints;
+    int rc;
     lua_getglobal(L, "require");
     lua_pushliteral(L, "eutaxy.storage");
     lua_call(L, 1, 0);
+    if (w->berth_plain) return 0;
+    /* and the worker module, when loading it in each isolate would have
+     * done just what this load does */
+    lua_getfield(L, 1, "preload");
+    lua_pushstring(L, w->entry);
+    eu_isolate_arm(L, w->o.cpu_limit);
+    rc = lua_pcall(L, 1, 0, 0);
+    eu_isolate_arm(L, 0);
+    if (rc != LUA_OK || w->clock_reads != reads || w->draws != draws || w->prints != prints) a->impure = 1;
   }
   return 0;
 }
@@ -1168,6 +1188,7 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   io.ud = o;
   a.w = w;
   a.o = o;
+  a.impure = 0;
   if (io.arena && boot) {
     /* the same isolate as the last build had made by now, at the same address */
     eu_arena_load(o->arena, boot, boot_len);
@@ -1187,7 +1208,23 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   if (!io.arena || !boot) {
     lua_pushcfunction(L, load_runtime);
     lua_pushlightuserdata(L, &a);
-    if ((rc = lua_pcall(L, 1, 0, 0)) != LUA_OK) {
+    rc = lua_pcall(L, 1, 0, 0);
+    if (rc == LUA_OK && a.impure) {
+      /* the worker module stays out of every berth's base: again without it */
+      w->berth_plain = 1;
+      eu_isolate_close(o->iso);
+      if ((rc = eu_isolate_new(&o->iso, &io, err, errlen)) != EU_OK) {
+        o->iso = NULL;
+        leave_berth(w, o);
+        return rc;
+      }
+      link_limits(w, o);
+      L = eu_isolate_L(o->iso);
+      lua_pushcfunction(L, load_runtime);
+      lua_pushlightuserdata(L, &a);
+      rc = lua_pcall(L, 1, 0, 0);
+    }
+    if (rc != LUA_OK) {
       lua_pushcfunction(L, traceback);
       lua_insert(L, -2);
       goto fail;

@@ -71,4 +71,27 @@ describe("eutaxy serve --max-awake", function()
     end
     h.stop(server)
   end)
+
+  it("gives each object the module's variables as a load of its own would", function()
+    -- a module that does nothing an object could tell loads once for all
+    local server = h.start(state, "--max-awake 2", config)
+    for _, k in ipairs({ 1, 1, 2, 3, 1 }) do h.request(server, "GET", "/module/" .. k) end
+    local _, body = h.request(server, "GET", "/module/2")
+    assert.equal("2", json_field(body, "calls"))
+    _, body = h.request(server, "GET", "/module/1")
+    assert.equal("4", json_field(body, "calls"))
+    h.stop(server)
+    -- one that draws as it loads is loaded by each object's isolate
+    server = h.start(state, "--max-awake 2", "spec/fixtures/serve/awake/wrangler.impure.jsonc")
+    local tokens = {}
+    for k = 1, 4 do
+      local status
+      status, body = h.request(server, "GET", "/module/" .. k)
+      assert.equal(200, status, body)
+      local t = json_field(body, "token")
+      assert.is_nil(tokens[t], "objects share the token " .. tostring(t))
+      tokens[t] = true
+    end
+    h.stop(server)
+  end)
 end)

@@ -207,8 +207,18 @@ end
 
 --- Builds the isolate's program and returns its dispatch function.
 ---@param role "worker"|"object"|"service"
+-- The worker module, loaded before any object was (runtime.preload).
+local preloaded = {}
+
+--- Loads the worker module ahead of the object it is for: a host that
+--- builds many objects' isolates from one image (host/world.c's berths)
+--- puts it in the image when loading it did nothing an object could tell.
+function runtime.preload(entry)
+  preloaded[entry] = load_module(entry)
+end
+
 function runtime.boot(role, entry, bindings, binding, hex, name, vars)
-  local mod = load_module(entry)
+  local mod = preloaded[entry] or load_module(entry)
   if role ~= "service" then check_classes(mod, entry, bindings) end
   local env = make_env(bindings, vars)
 
