@@ -39,10 +39,14 @@
  *
  * Objects come and go: one idle for --evict-after seconds, or the least
  * recently active beyond --max-resident, is evicted (isolate and file
- * closed) and comes back on its next call or alarm. Of the resident ones,
- * at most --max-awake have their heaps unpacked; the others' are packed
- * (eu_world_opts.berths), about a tenth of the size, and unpacked on their
- * next event with their in-memory state whole.
+ * closed) and comes back on its next call or alarm. Below that, the files
+ * of resident objects are a pool: only as many connections stay open as
+ * the descriptor limit leaves room for, the least recently used of the
+ * others parked (connection closed, isolate kept) and reopened on their
+ * next use (see "the pool of open connections"). And of the resident
+ * ones, at most --max-awake have their heaps unpacked; the others' are
+ * packed (eu_world_opts.berths), about a tenth of the size, and unpacked
+ * on their next event with their in-memory state whole.
  *
  * Outbound fetches: an eutaxy.fetch of the worker or an object is a yield
  * point, as an RPC is; the world hands its wire request here (on_outbound).
@@ -110,11 +114,12 @@ typedef struct served_store {
   eu_store *store;
   eu_object *obj;           /* NULL until the world asks for the store */
   server *srv;
-  int walfd;                /* the WAL, opened for syncing; -1 until the first sync */
-  int fresh;                /* created by this server: the file and its directory entry need a sync */
+  int fresh;                /* the file or its WAL is new: both and their directory entries need a sync */
   int dirty;                /* committed to since its last sync began */
-  int syncing;              /* syncs of it in flight: it must stay open */
+  int syncing;              /* syncs of it in flight: it must not be dropped */
   int wal_pages;            /* pages in the WAL after the last commit */
+  int open;                 /* its connection is open (not parked): it is in the server's open list */
+  struct served_store *newer, *older;  /* the open list, most recently used first */
 } served_store;
 
 /* A sync of one file, or of the whole file system holding the state
@@ -124,7 +129,8 @@ typedef struct sync_job {
   uv_work_t req;
   served_store *ss;         /* the one file; NULL for a syncfs */
   int round;                /* index in the server's ring of rounds */
-  int fresh;                /* the file is new: sync it and its directory too */
+  int fresh;                /* the file is new: sync the database file too */
+  int dir;                  /* sync only the state directory (the entries of the round's new files) */
   int dirfd;
   int err;                  /* errno of a failed sync, or 0 */
   server *srv;
@@ -213,8 +219,10 @@ struct server {
   char state[4096];
   int dirfd;                /* the state directory, for syncing new entries */
   char authority[300];      /* host:port, for a request without a usable Host */
-  served_store **stores;    /* open files */
+  served_store **stores;    /* the files of resident objects, open or parked */
   int nstores, capstores;
+  served_store *mru, *lru;  /* the stores whose connection is open */
+  int nopen, max_open;      /* how many are, and how many may be */
   conn *conns;
   int *orphans;             /* slots of requests whose connection went away */
   int norphans, caporphans;
@@ -296,17 +304,27 @@ static void store_path(server *s, const char *binding, const char *hex, char *ou
   snprintf(out, n, "%s/%016" PRIx64 "%016" PRIx64 ".sqlite", s->state, h1, h2);
 }
 
-/* A new file turns to WAL unsynced: the first sync after it (which every
- * answer waits for) covers the file, its WAL and its directory entry. */
-static const char serve_pragmas[] =
+/* What every opening of a file runs, around the store's own tables. The
+ * setup of a new file (the switch to WAL and the tables of the store and
+ * of serve) runs with synchronous=OFF: SQLite would otherwise sync the new
+ * WAL's header and its directory on this thread, two waits per new object.
+ * Nothing is lost by it: no answer leaves before the next round of syncs,
+ * which syncs a new file, its WAL and their directory entries with the
+ * round's other files (sync_work). Every commit after the setup is under
+ * synchronous=NORMAL. */
+static const char serve_first[] =
   "PRAGMA locking_mode = EXCLUSIVE;"
   "PRAGMA synchronous = OFF;"
-  "PRAGMA journal_mode = WAL;"
-  "PRAGMA synchronous = NORMAL;";
+  "PRAGMA journal_mode = WAL;";
 
-static const char serve_schema[] =
+static const char serve_then[] =
   "CREATE TABLE IF NOT EXISTS _eutaxy_serve_object("
-  "  id INTEGER PRIMARY KEY CHECK (id = 1), binding TEXT NOT NULL, hex TEXT NOT NULL, name TEXT);";
+  "  id INTEGER PRIMARY KEY CHECK (id = 1), binding TEXT NOT NULL, hex TEXT NOT NULL, name TEXT);"
+  "PRAGMA synchronous = NORMAL;"
+  /* The pages an object reads often stay; the rest are read again from
+   * the kernel's cache. SQLite's default (2 MB) would let every resident
+   * object hold that much. */
+  "PRAGMA cache_size = -256;";
 
 /* Every commit into an object's WAL: the file needs a sync before the
  * answers that follow it leave. It replaces SQLite's automatic checkpoint,
@@ -320,17 +338,77 @@ static int on_wal(void *ud, sqlite3 *db, const char *name, int pages) {
   return SQLITE_OK;
 }
 
+/* ---- the pool of open connections ------------------------------------
+ *
+ * Each open store holds two descriptors (its database and its WAL) and its
+ * SQLite memory (page cache, WAL index, schema, statements). Only
+ * max_open of them stay open, however many objects are resident: when a
+ * store is to open beyond that, the least recently used one that has no
+ * transaction open is parked (eu_store_park: its connection closed, the
+ * eu_store the world and the isolate hold kept), and reopens on its next
+ * use. A parked store may still be dirty or in a round of syncs: a sync
+ * opens the file by its name (sync_work), and parking never checkpoints,
+ * so what was committed stays in the WAL as it was. Stores are parkable
+ * between a batch's commit and the next turn (batches begin lazily), so
+ * the stores a pump is using stay open; those alone may take the pool past
+ * max_open for a moment, within the descriptors fill_defaults holds back. */
+
+static void unlink_open(server *s, served_store *ss) {
+  if (!ss->open) return;
+  if (ss->newer) ss->newer->older = ss->older;
+  else s->mru = ss->older;
+  if (ss->older) ss->older->newer = ss->newer;
+  else s->lru = ss->newer;
+  ss->newer = ss->older = NULL;
+  ss->open = 0;
+  s->nopen--;
+}
+
+/* Puts ss first in the open list: just opened, or just used. */
+static void link_open(server *s, served_store *ss) {
+  unlink_open(s, ss);
+  ss->older = s->mru;
+  if (s->mru) s->mru->newer = ss;
+  s->mru = ss;
+  if (!s->lru) s->lru = ss;
+  ss->open = 1;
+  s->nopen++;
+}
+
+/* Parks the least recently used stores until one more may open. */
+static void make_room(server *s) {
+  served_store *ss = s->lru, *newer;
+  for (; ss && s->nopen >= s->max_open; ss = newer) {
+    newer = ss->newer;
+    if (eu_store_park(ss->store) == EU_OK) unlink_open(s, ss);
+  }
+}
+
+/* A parked store is about to reopen. */
+static void on_wake(void *ud, eu_store *st) {
+  served_store *ss = ud;
+  (void)st;
+  make_room(ss->srv);
+  link_open(ss->srv, ss);
+}
+
 static void close_served(served_store *ss) {
-  if (ss->walfd >= 0) close(ss->walfd);
+  unlink_open(ss->srv, ss);
   eu_store_close(ss->store);
   free(ss->path);
   free(ss);
 }
 
+static int file_exists(const char *path, const char *suffix) {
+  char p[4300];
+  struct stat st;
+  snprintf(p, sizeof p, "%s%s", path, suffix);
+  return stat(p, &st) == 0;
+}
+
 /* Opens (creating if need be) an object's file and keeps it. */
 static served_store *open_served(server *s, const char *path, char *err, size_t errlen) {
   served_store *ss;
-  struct stat st;
   int rc;
   if (s->nstores == s->capstores) {
     int cap = s->capstores ? s->capstores * 2 : 16;
@@ -349,20 +427,18 @@ static served_store *open_served(server *s, const char *path, char *err, size_t 
   }
   strcpy(ss->path, path);
   ss->srv = s;
-  ss->walfd = -1;
   ss->ns = -1;
-  ss->fresh = stat(path, &st) != 0;
-  if ((rc = eu_store_open_with(&ss->store, path, serve_pragmas, err, errlen)) != EU_OK) {
+  ss->fresh = !file_exists(path, "") || !file_exists(path, "-wal");
+  make_room(s);
+  if ((rc = eu_store_open_with(&ss->store, path, serve_first, serve_then, err, errlen)) != EU_OK) {
     free(ss->path);
     free(ss);
     return NULL;
   }
-  if ((rc = eu_store_exec_internal(ss->store, serve_schema)) != EU_OK) {
-    eu_err(err, errlen, rc, "cannot set up %s: %s", path, eu_store_errmsg(ss->store));
-    close_served(ss);
-    return NULL;
-  }
-  sqlite3_wal_hook(eu_store_db(ss->store), on_wal, ss);
+  eu_store_batching(ss->store, 1);
+  eu_store_wal_hook(ss->store, on_wal, ss);
+  eu_store_on_wake(ss->store, on_wake, ss);
+  link_open(s, ss);
   s->stores[s->nstores++] = ss;
   return ss;
 }
@@ -372,8 +448,9 @@ static served_store *open_served(server *s, const char *path, char *err, size_t 
  * next opening: closing then costs no checkpoint and no sync. */
 static void drop_served(server *s, int i, int evicted) {
   served_store *ss = s->stores[i];
+  sqlite3 *db = eu_store_db(ss->store);
   s->stores[i] = s->stores[--s->nstores];
-  if (evicted) sqlite3_db_config(eu_store_db(ss->store), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+  if (evicted && db) sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
   close_served(ss);
 }
 
@@ -401,8 +478,10 @@ static served_store *find_served(server *s, int ns, const char *hex) {
   return NULL;
 }
 
-/* A store the world uses is always in a batch: the turns of a pump are
- * savepoints in one transaction, committed together by commit_batches. */
+/* A store the world uses is in a batch from its first turn of a pump (the
+ * store begins it; eu_store_batching): the turns of a pump are savepoints
+ * in one transaction, committed together by commit_batches. A new store's
+ * row naming its object joins the first batch. */
 static eu_store *batched(served_store *ss, char *err, size_t errlen) {
   if (eu_store_baseline_begin(ss->store) != EU_OK) {
     eu_err(err, errlen, EU_ESQL, "cannot begin a transaction in %s: %s", ss->path, eu_store_errmsg(ss->store));
@@ -419,19 +498,23 @@ static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, siz
   served_store *ss = find_served(s, ns, hex);
   if (ss) {
     ss->obj = o;
-    return batched(ss, err, errlen);
+    return ss->store;
   }
   store_path(s, binding, hex, path, sizeof path);
   if (!(ss = open_served(s, path, err, errlen))) return NULL;
   ss->ns = ns;
   snprintf(ss->hex, sizeof ss->hex, "%s", hex);
   ss->obj = o;
+  if (!batched(ss, err, errlen)) {
+    drop_served(s, s->nstores - 1, 0);
+    return NULL;
+  }
   if (note_object(ss->store, binding, hex, o ? eu_object_name(o) : NULL) != EU_OK) {
     eu_err(err, errlen, EU_ESQL, "cannot record the object in %s: %s", path, eu_store_errmsg(ss->store));
     drop_served(s, s->nstores - 1, 0);
     return NULL;
   }
-  return batched(ss, err, errlen);
+  return ss->store;
 }
 
 /* Start-up: every object whose file holds an alarm is made known to the world
@@ -493,27 +576,35 @@ static int rearm_alarms(server *s, char *err, size_t errlen) {
 
 /* ---- the output gate ------------------------------------------------- */
 
+/* Syncs a file through a descriptor of its own: fsync reaches every
+ * write to the file, whichever descriptor made it, so the store's
+ * connection may be parked meanwhile. */
+static int sync_path(const char *path, const char *suffix, int data_only) {
+  char p[4300];
+  int fd, e = 0;
+  snprintf(p, sizeof p, "%s%s", path, suffix);
+  if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0) return errno;
+  if ((data_only ? fdatasync(fd) : fsync(fd)) != 0) e = errno;
+  close(fd);
+  return e;
+}
+
 static void sync_work(uv_work_t *req) {
   sync_job *j = req->data;
   served_store *ss = j->ss;
-  if (!ss) {
+  if (j->dir) {  /* the names of the round's new files */
+    if (fsync(j->dirfd) != 0) j->err = errno;
+  } else if (!ss) {
     if (syncfs(j->dirfd) != 0) j->err = errno;
-    return;
-  }
-  if (fdatasync(ss->walfd) != 0) {
-    j->err = errno;
-    return;
-  }
-  if (j->fresh) {  /* a new file: its first pages and its name in the directory */
-    int fd = open(ss->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fsync(fd) != 0 || fsync(j->dirfd) != 0) j->err = errno ? errno : EIO;
-    if (fd >= 0) close(fd);
+  } else if ((j->err = sync_path(ss->path, "-wal", 1)) == 0 && j->fresh) {
+    j->err = sync_path(ss->path, "", 0);  /* a new file: its first pages */
   }
 }
 
 static void checkpoint_if_long(served_store *ss) {
-  if (ss->wal_pages >= 1000) {
-    sqlite3_wal_checkpoint_v2(eu_store_db(ss->store), NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+  sqlite3 *db = eu_store_db(ss->store);
+  if (db && ss->wal_pages >= 1000) {
+    sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     ss->wal_pages = 0;
   }
 }
@@ -545,6 +636,7 @@ static void on_synced(uv_work_t *req, int status) {
   server *s = j->srv;
   int i;
   if (status != 0 && !j->err) j->err = EIO;
+  if (j->dir && j->err) fail_server(s, "cannot sync %s: %s", s->state, j->err);
   if (j->ss) synced(s, j->ss, j->err);
   for (i = 0; i < j->n; i++) synced(s, j->many[i], j->err);
   s->rounds[j->round].pending--;
@@ -580,8 +672,9 @@ static void lose_in_flight(server *s, int status) {
 }
 
 /* Ends the batch of every store that has one: the turns run since the last
- * pump become one commit per file (the wal hook counts it), then a new
- * batch begins. A batch that cannot commit loses turns whose answers are
+ * pump become one commit per file (the wal hook counts it); the next batch
+ * begins with the store's next turn, and until then the store may be
+ * parked. A batch that cannot commit loses turns whose answers are
  * still held: none of them may look like a success.
  *
  * A batch lost to the object's own doing is that object's failure: a
@@ -595,11 +688,10 @@ static void commit_batches(server *s) {
   int i, rc, lost;
   for (i = 0; i < s->nstores; i++) {
     served_store *ss = s->stores[i];
-    sqlite3 *db = eu_store_db(ss->store);
-    if (eu_store_in_turn(ss->store)) continue;
+    if (!eu_store_in_baseline(ss->store) || eu_store_in_turn(ss->store)) continue;
     lost = eu_store_lost_code(ss->store);
-    if (sqlite3_txn_state(db, NULL) == SQLITE_TXN_NONE && !eu_store_baseline_lost(ss->store)) continue;
     rc = eu_store_baseline_commit(ss->store);
+    link_open(s, ss);  /* used in this pump */
     if (rc == EU_EFULL || (rc != EU_OK && lost && lost != SQLITE_IOERR)) {
       int status = rc == EU_EFULL ? 507 : 500;
       fprintf(stderr, "eutaxy serve: cannot commit %s: %s; answering %d to the requests in flight\n",
@@ -614,10 +706,6 @@ static void commit_batches(server *s) {
       s->written++;
     }
     checkpoint_if_long(ss);
-    if (!s->stopping && eu_store_baseline_begin(ss->store) != EU_OK) {
-      fprintf(stderr, "eutaxy serve: cannot begin a transaction in %s: %s\n", ss->path, eu_store_errmsg(ss->store));
-      s->failed = 1;
-    }
   }
 }
 
@@ -625,7 +713,7 @@ static void commit_batches(server *s) {
  * began. Rounds overlap (up to EU_SERVE_ROUNDS), so what commits while one
  * is under way need not wait for it to end before its own sync starts. */
 static void start_sync(server *s) {
-  int i, r, ndirty = 0;
+  int i, r, ndirty = 0, nfresh = 0;
   uint64_t last;
   if (s->failed || s->durable == s->written) return;
   if (s->o.durability_process) {
@@ -655,27 +743,32 @@ static void start_sync(server *s) {
     queue_sync(s, j, r);
     return;
   }
+  /* Fewer files: one fdatasync each (and an fsync of a new one's database
+   * file), side by side on the pool, and one fsync of the directory for
+   * the names of all the new ones. */
   for (i = 0; i < s->nstores; i++) {
     served_store *ss = s->stores[i];
     sync_job *j;
     if (!ss->dirty) continue;
     ss->dirty = 0;
-    if (ss->walfd < 0) {
-      char wal[4300];
-      snprintf(wal, sizeof wal, "%s-wal", ss->path);
-      if ((ss->walfd = open(wal, O_RDONLY | O_CLOEXEC)) < 0) {
-        fail_server(s, "cannot open %s: %s", wal, errno);
-        return;
-      }
-    }
     if (!(j = calloc(1, sizeof *j))) {
       fail_server(s, "cannot sync %s: %s", ss->path, ENOMEM);
       return;
     }
     j->ss = ss;
     j->fresh = ss->fresh;
+    nfresh += ss->fresh;
     if (queue_sync(s, j, r) != 0) return;
     ss->syncing++;
+  }
+  if (nfresh) {
+    sync_job *j = calloc(1, sizeof *j);
+    if (!j) {
+      fail_server(s, "cannot sync %s: %s", s->state, ENOMEM);
+      return;
+    }
+    j->dir = 1;
+    if (queue_sync(s, j, r) != 0) return;
   }
   retire_rounds(s);  /* a round with nothing dirty is done at once */
 }
@@ -1666,7 +1759,7 @@ static int store_busy(server *s, eu_object *o, int *index) {
       served_store *ss = s->stores[i];
       *index = i;
       return ss->syncing || ss->dirty ||
-             sqlite3_txn_state(eu_store_db(ss->store), NULL) == SQLITE_TXN_WRITE;
+             (eu_store_db(ss->store) && sqlite3_txn_state(eu_store_db(ss->store), NULL) == SQLITE_TXN_WRITE);
     }
   return 0;
 }
@@ -1878,10 +1971,18 @@ static int start(server *s, char *err, size_t errlen) {
   return EU_OK;
 }
 
-/* Zero options take their defaults; the connection cap follows the
- * descriptors the process may have, less what resident objects need (three
- * per file: the database, its WAL and shared memory, and the WAL again for
- * syncing). */
+/* Descriptors held back from connections and open stores: the listener,
+ * the loop's own, the state directory, standard streams, outbound fetches,
+ * and the file a sync opens (at most EU_SERVE_SYNCFS - 1 a round, for a
+ * round of more files is one syncfs). */
+#define EU_SERVE_FDS_RESERVED (48 + EU_SERVE_ROUNDS * (EU_SERVE_SYNCFS - 1))
+
+/* Zero options take their defaults. The descriptors the process may have,
+ * less those held back, go to connections (one each) and to the pool of
+ * open stores (two each: the database and its WAL, kept in exclusive
+ * locking mode, which needs no shared-memory file): a quarter to each by
+ * default, the pool no larger than --max-resident; given
+ * --max-connections, the pool has what is left. */
 static void fill_defaults(server *s) {
   struct rlimit rl;
   long fds = 1024;
@@ -1899,11 +2000,15 @@ static void fill_defaults(server *s) {
     }
     fds = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1000000 ? 1000000 : (long)rl.rlim_cur;
   }
+  fds -= EU_SERVE_FDS_RESERVED;
   s->max_conns = s->o.max_connections;
   if (s->max_conns <= 0) {
-    long n = fds - 4L * s->o.max_resident - 64;
+    long open = fds / 4 < s->o.max_resident ? fds / 4 : s->o.max_resident;
+    long n = fds - 2 * open;
     s->max_conns = n < 16 ? 16 : n > 10000 ? 10000 : (int)n;
   }
+  s->max_open = (int)((fds - s->max_conns) / 2 < s->o.max_resident ? (fds - s->max_conns) / 2 : s->o.max_resident);
+  if (s->max_open < 4) s->max_open = 4;
 }
 
 int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {

@@ -176,7 +176,13 @@ static void install_once(void) {
   m.pAppData = orig.pAppData;
   /* Refused once SQLite is initialized: then it keeps its allocator. */
   installed = sqlite3_config(SQLITE_CONFIG_MALLOC, &m) == SQLITE_OK;
-  if (installed) install_pcache();
+  if (!installed) return;
+  /* No page cache made ahead: SQLite's default hands each connection 20
+   * pages (about 87 KB) at its first page, where a small object's
+   * database has a handful. Pages come one at a time instead, each an
+   * allocation of its own through pc_fetch, still uncounted. */
+  sqlite3_config(SQLITE_CONFIG_PAGECACHE, (void *)NULL, 0, 0);
+  install_pcache();
 }
 
 int eu_sqlmem_install(void) {

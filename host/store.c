@@ -151,6 +151,18 @@ struct eu_store {
   eu_store_limits lim;
   int file;            /* backed by a file (not in memory) */
   const char *closed;  /* the gate is closed: why; NULL when open */
+  /* Parking (eu_store_park): what reopening the connection needs */
+  char *path;          /* the file; NULL in memory or once an image is restored */
+  char *first, *then;  /* the host's SQL around the store's own tables (eu_store_open_with) */
+  int parked;          /* the connection is closed; the next use reopens it */
+  int sticky;          /* user SQL made temporary tables, views or triggers, which a reopen loses */
+  int set_settings;    /* user SQL set one of eu_settings: park reads them back */
+  int settings;        /* their values at the last park, a bit each */
+  int batching;        /* a touch outside a batch begins one (eu_store_batching) */
+  eu_store_wal_fn wal_fn;
+  void *wal_ud;
+  void (*wake_fn)(void *ud, eu_store *s);
+  void *wake_ud;
 };
 
 /* The cost of the user statement so far, in steps. */
@@ -278,6 +290,8 @@ static int fail(eu_store *s, int code, const char *msg) {
   return code;
 }
 
+static int wake(eu_store *s);
+
 /* The authorizer */
 
 /* Every name the engines use: the store's and serve's (_eutaxy_*) and the
@@ -367,6 +381,28 @@ static int pragma_allowed(eu_store *s, const char *name, const char *arg) {
     return deny(s, "PRAGMA %s is not allowed in sql:exec; an object may use %s, and read page_size "
                 "and max_page_count", name, may);
   }
+}
+
+/* The settings of a connection that user SQL may change (of
+ * eu_pragmas_free), each with the query that reads it as 0 or 1: park keeps
+ * them for the reopened connection. case_sensitive_like has no reading
+ * form; LIKE itself tells. */
+static const char *const eu_settings[][2] = {
+  { "foreign_keys", "PRAGMA foreign_keys" },
+  { "recursive_triggers", "PRAGMA recursive_triggers" },
+  { "reverse_unordered_selects", "PRAGMA reverse_unordered_selects" },
+  { "ignore_check_constraints", "PRAGMA ignore_check_constraints" },
+  { "legacy_alter_table", "PRAGMA legacy_alter_table" },
+  { "case_sensitive_like", "SELECT 'a' NOT LIKE 'A'" },
+};
+
+#define EU_NSETTINGS ((int)(sizeof eu_settings / sizeof eu_settings[0]))
+
+static int is_setting(const char *name) {
+  int i;
+  for (i = 0; i < EU_NSETTINGS; i++)
+    if (sqlite3_stricmp(name, eu_settings[i][0]) == 0) return 1;
+  return 0;
 }
 
 /* ALTER TABLE ... RENAME TO: the authorizer is told the old name only, so
@@ -481,6 +517,22 @@ static int authorize(void *ud, int action, const char *a, const char *b,
   /* The host's own statement, but not what a user's trigger or view does
    * on its behalf. */
   if (s->internal && !trigger) return SQLITE_OK;
+  /* What lives in the connection rather than the file: a store that has
+   * temporary objects is never parked; settings are carried over. */
+  switch (action) {
+  case SQLITE_CREATE_TEMP_TABLE: case SQLITE_CREATE_TEMP_INDEX:
+  case SQLITE_CREATE_TEMP_TRIGGER: case SQLITE_CREATE_TEMP_VIEW:
+    s->sticky = 1;
+    break;
+  case SQLITE_CREATE_VTABLE:
+    if (dbname && sqlite3_stricmp(dbname, "temp") == 0) s->sticky = 1;
+    break;
+  case SQLITE_PRAGMA:
+    if (b && is_setting(a)) s->set_settings = 1;
+    break;
+  default:
+    break;
+  }
   switch (action) {
   case SQLITE_TRANSACTION:  /* a is BEGIN, COMMIT or ROLLBACK */
     if (strcmp(a, "BEGIN") == 0)
@@ -561,10 +613,13 @@ static int authorize(void *ud, int action, const char *a, const char *b,
 /* The host's statements */
 
 static int is_prepare(eu_store *s, int which, sqlite3_stmt **out) {
+  sqlite3_stmt *st;
+  int rc;
   *out = NULL;
-  sqlite3_stmt *st = s->is[which];
+  if ((rc = wake(s)) < 0) return rc;
+  st = s->is[which];
   if (!st) {
-    int rc, saved = s->internal;
+    int saved = s->internal;
     ENTER(s);
     s->internal = 1;
     s->denied = 0;
@@ -618,6 +673,7 @@ static int is_run(eu_store *s, int which) { return is_integer(s, which, NULL); }
  * is not refused over a read in progress. */
 static void reset_busy(eu_store *s) {
   sqlite3_stmt *st = NULL;
+  if (!s->db) return;
   while ((st = sqlite3_next_stmt(s->db, st)) != NULL)
     if (sqlite3_stmt_busy(st)) sqlite3_reset(st);
 }
@@ -645,6 +701,7 @@ static void finalize_all(eu_store *s) {
 int eu_store_exec_internal(eu_store *s, const char *sql) {
   char *msg = NULL;
   int rc, saved = s->internal;
+  if ((rc = wake(s)) < 0) return rc;
   ENTER(s);
   s->internal = 1;
   rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
@@ -670,40 +727,33 @@ int eu_store_exec_internal(eu_store *s, const char *sql) {
 }
 
 int eu_store_open(eu_store **out, const char *path, char *err, size_t errlen) {
-  return eu_store_open_with(out, path, NULL, err, errlen);
+  return eu_store_open_with(out, path, NULL, NULL, err, errlen);
 }
 
-int eu_store_open_with(eu_store **out, const char *path, const char *first, char *err,
-                       size_t errlen) {
-  eu_store *s;
+static int apply_quota(eu_store *s);
+static int apply_settings(eu_store *s);
+
+/* Opens s->db and sets it up as every use of it expects, the first time
+ * and at each reopening after a park: the store's policing and limits, the
+ * host's SQL around the store's own tables, the quota, the settings a park
+ * kept and the wal hook. */
+static int connect(eu_store *s, char *err, size_t errlen) {
+  const char *where = s->path ? s->path : "an in-memory database";
   int rc;
-  *out = NULL;
-  /* Before the first connection of the process: SQLite takes an allocator
-   * only before it initializes. Where it cannot (SQLite was used first),
-   * the store works without counting its SQL. */
-  eu_sqlmem_install();
-  s = calloc(1, sizeof *s);
-  if (!s) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
-  s->mem = eu_sqlmem_new();
-  if (!s->mem) {
-    free(s);
-    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
-  }
-  s->file = path != NULL;
   {
     ENTER(s);
     /* A store belongs to one world, which runs on one thread. */
-    rc = sqlite3_open_v2(path ? path : ":memory:", &s->db,
+    rc = sqlite3_open_v2(s->path ? s->path : ":memory:", &s->db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     LEAVE();
   }
   if (rc != SQLITE_OK) {
-    eu_err(err, errlen, rc == SQLITE_NOMEM ? EU_ENOMEM : EU_ESQL, "cannot open %s: %s",
-           path ? path : "an in-memory database", s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+    rc = rc == SQLITE_NOMEM ? EU_ENOMEM : EU_ESQL;
+    eu_err(err, errlen, rc, "cannot open %s: %s", where,
+           s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
     sqlite3_close(s->db);
-    eu_sqlmem_release(s->mem);
-    free(s);
-    return rc == SQLITE_NOMEM ? EU_ENOMEM : EU_ESQL;
+    s->db = NULL;
+    return rc;
   }
   sqlite3_extended_result_codes(s->db, 1);
   sqlite3_limit(s->db, SQLITE_LIMIT_LENGTH, EU_STORE_MAX_LENGTH);
@@ -712,11 +762,61 @@ int eu_store_open_with(eu_store **out, const char *path, const char *first, char
   sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
   sqlite3_set_authorizer(s->db, authorize, s);
   sqlite3_progress_handler(s->db, EU_STORE_STEP_CHECK, on_progress, s);
-  rc = first ? eu_store_exec_internal(s, first) : EU_OK;
+  rc = s->first ? eu_store_exec_internal(s, s->first) : EU_OK;
   if (rc >= 0) rc = eu_store_exec_internal(s, eu_schema);
+  if (rc >= 0 && s->then) rc = eu_store_exec_internal(s, s->then);
+  if (rc >= 0 && s->lim.max_bytes > 0) rc = apply_quota(s);
+  if (rc >= 0 && s->set_settings) rc = apply_settings(s);
   if (rc < 0) {
-    eu_err(err, errlen, rc, "cannot set up %s: %s", path ? path : "an in-memory database", s->errmsg);
-    eu_store_close(s);
+    eu_err(err, errlen, rc, "cannot set up %s: %s", where, s->errmsg);
+    finalize_all(s);
+    sqlite3_close_v2(s->db);
+    s->db = NULL;
+    return rc;
+  }
+  if (s->wal_fn) sqlite3_wal_hook(s->db, s->wal_fn, s->wal_ud);
+  return EU_OK;
+}
+
+static char *copy_text(const char *p, int *failed) {
+  char *c;
+  if (!p) return NULL;
+  if (!(c = malloc(strlen(p) + 1))) *failed = 1;
+  else strcpy(c, p);
+  return c;
+}
+
+static void free_store(eu_store *s) {
+  eu_sqlmem_release(s->mem);
+  free(s->path);
+  free(s->first);
+  free(s->then);
+  free(s->ext);
+  free(s);
+}
+
+int eu_store_open_with(eu_store **out, const char *path, const char *first, const char *then,
+                       char *err, size_t errlen) {
+  eu_store *s;
+  int rc, failed = 0;
+  *out = NULL;
+  /* Before the first connection of the process: SQLite takes an allocator
+   * only before it initializes. Where it cannot (SQLite was used first),
+   * the store works without counting its SQL. */
+  eu_sqlmem_install();
+  s = calloc(1, sizeof *s);
+  if (!s) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  s->mem = eu_sqlmem_new();
+  s->file = path != NULL;
+  s->path = copy_text(path, &failed);
+  s->first = copy_text(first, &failed);
+  s->then = copy_text(then, &failed);
+  if (!s->mem || failed) {
+    free_store(s);
+    return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  }
+  if ((rc = connect(s, err, errlen)) < 0) {
+    free_store(s);
     return rc;
   }
   *out = s;
@@ -728,10 +828,96 @@ void eu_store_close(eu_store *s) {
   finalize_all(s);
   sqlite3_close_v2(s->db);  /* v2: never leaves the connection open over a straggler */
   /* The meter goes with the last block counted on it, which may outlive s. */
-  eu_sqlmem_release(s->mem);
-  free(s->ext);
-  free(s);
+  free_store(s);
 }
+
+/* Parking */
+
+/* Reads the settings user SQL changed, for apply_settings to give the next
+ * connection. */
+static int read_settings(eu_store *s) {
+  int i, v = 0;
+  for (i = 0; i < EU_NSETTINGS; i++) {
+    sqlite3_stmt *st = NULL;
+    int rc, saved = s->internal;
+    ENTER(s);
+    s->internal = 1;
+    rc = sqlite3_prepare_v2(s->db, eu_settings[i][1], -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && sqlite3_column_int(st, 0)) v |= 1 << i;
+    sqlite3_finalize(st);
+    s->internal = saved;
+    LEAVE();
+    if (rc != SQLITE_ROW) return fail_sql(s, rc == SQLITE_DONE ? SQLITE_ERROR : rc);
+  }
+  s->settings = v;
+  return EU_OK;
+}
+
+static int apply_settings(eu_store *s) {
+  char sql[512];
+  size_t n = 0;
+  int i;
+  for (i = 0; i < EU_NSETTINGS; i++)
+    n += (size_t)snprintf(sql + n, sizeof sql - n, "PRAGMA %s = %d;", eu_settings[i][0],
+                          (s->settings >> i) & 1);
+  return eu_store_exec_internal(s, sql);
+}
+
+int eu_store_park(eu_store *s) {
+  sqlite3_stmt *st = NULL;
+  int rc;
+  if (s->parked) return EU_OK;
+  if (!s->path) return fail(s, EU_EINVAL, "only a store backed by its file can be parked");
+  if (s->sticky)
+    return fail(s, EU_EINVAL, "the store holds temporary tables, views or triggers, which live in its connection");
+  if (s->baseline || s->txn_open || !sqlite3_get_autocommit(s->db))
+    return fail(s, EU_EINVAL, "a transaction is open");
+  while ((st = sqlite3_next_stmt(s->db, st)) != NULL)
+    if (sqlite3_stmt_busy(st)) return fail(s, EU_EINVAL, "a statement is running");
+  if (s->set_settings && (rc = read_settings(s)) < 0) return rc;
+  finalize_all(s);
+  /* The WAL stays as it is for the next opening: a checkpoint here would
+   * write and sync the database on the caller's thread. */
+  sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+  if (sqlite3_close(s->db) != SQLITE_OK)  /* a statement someone else prepared: it stays open */
+    return fail(s, EU_EINVAL, "a statement of the store is still prepared");
+  s->db = NULL;
+  s->parked = 1;
+  s->depth = 0;
+  return EU_OK;
+}
+
+int eu_store_parked(eu_store *s) { return s->parked; }
+
+/* Reopens a parked store's connection for its next use. */
+static int wake(eu_store *s) {
+  char err[EU_ERRLEN];
+  int rc;
+  if (!s->parked) return EU_OK;
+  if (s->wake_fn) s->wake_fn(s->wake_ud, s);
+  s->parked = 0;
+  if ((rc = connect(s, err, sizeof err)) < 0) {
+    s->parked = 1;
+    return fail(s, rc, err);
+  }
+  return EU_OK;
+}
+
+void eu_store_on_wake(eu_store *s, void (*fn)(void *ud, eu_store *s), void *ud) {
+  s->wake_fn = fn;
+  s->wake_ud = ud;
+}
+
+void eu_store_wal_hook(eu_store *s, eu_store_wal_fn fn, void *ud) {
+  s->wal_fn = fn;
+  s->wal_ud = ud;
+  if (s->db) sqlite3_wal_hook(s->db, fn, ud);
+}
+
+void eu_store_batching(eu_store *s, int on) { s->batching = on; }
+
+int eu_store_in_baseline(eu_store *s) { return s->baseline; }
 
 sqlite3 *eu_store_db(eu_store *s) { return s->db; }
 
@@ -831,7 +1017,7 @@ int eu_store_set_limits(eu_store *s, const eu_store_limits *l) {
   s->lim = *l;
   s->mem->limit = l->mem_limit;
   s->mem->also = l->mem_also;
-  if (l->max_bytes == before) return EU_OK;
+  if (l->max_bytes == before || s->parked) return EU_OK;  /* a parked store's comes with its reopening */
   if ((rc = apply_quota(s)) < 0) s->lim.max_bytes = before;  /* tried again at the next call */
   return rc;
 }
@@ -927,8 +1113,10 @@ static int run_discard(eu_store *s, sqlite3_stmt *st) {
 
 int eu_store_prepare(eu_store *s, const char *sql, size_t len, sqlite3_stmt **out) {
   const char *p = sql, *end = sql + len;
+  int rc0;
   *out = NULL;
   if (len > (size_t)0x7fffffff) return fail(s, EU_EINVAL, "the query is too long");
+  if ((rc0 = wake(s)) < 0) return rc0;
   /* SQLite stops reading at a NUL, and what follows would never run. */
   if (memchr(sql, '\0', len)) return fail(s, EU_EINVAL, "the query contains a NUL byte");
   for (;;) {
@@ -1038,6 +1226,7 @@ int eu_store_internal_prepare(eu_store *s, const char *sql, sqlite3_stmt **out) 
   char *key;
   int i, rc, saved;
   *out = NULL;
+  if ((rc = wake(s)) < 0) return rc;
   for (i = 0; i < s->next; i++) {
     c = &s->ext[i];
     if (c->hash == h && c->len == n && memcmp(c->sql, sql, n) == 0) {
@@ -1109,6 +1298,7 @@ static int commit_all(eu_store *s) {
 int eu_store_baseline_begin(eu_store *s) {
   int rc;
   if (s->baseline) return EU_OK;
+  if ((rc = wake(s)) < 0) return rc;
   if (!sqlite3_get_autocommit(s->db)) return fail(s, EU_EINVAL, "a transaction is open");
   rc = is_run(s, IS_BEGIN);
   if (rc < 0) return rc;
@@ -1182,6 +1372,8 @@ static const char turn_lost[] = "the turn's transaction was rolled back by SQLit
 
 int eu_store_touch(eu_store *s) {
   int rc;
+  if ((rc = wake(s)) < 0) return rc;
+  if (s->batching && !s->baseline && (rc = eu_store_baseline_begin(s)) < 0) return rc;
   if (s->baseline) {
     if (sqlite3_get_autocommit(s->db))
       return fail(s, EU_ESQL, s->turn ? turn_lost : "the run's transaction was rolled back by SQLite");
@@ -1213,7 +1405,7 @@ int eu_store_turn_wrote(eu_store *s) {
 
 int eu_store_in_turn(eu_store *s) {
   if (s->baseline) return s->turn;
-  return s->txn_open || !sqlite3_get_autocommit(s->db);
+  return s->txn_open || (s->db && !sqlite3_get_autocommit(s->db));
 }
 
 int eu_store_commit(eu_store *s) {
@@ -1226,7 +1418,7 @@ int eu_store_commit(eu_store *s) {
     if (sqlite3_get_autocommit(s->db)) return fail(s, EU_ESQL, "the run's transaction was rolled back by SQLite");
     return is_run(s, IS_TURN_RELEASE);
   }
-  if (sqlite3_get_autocommit(s->db)) {
+  if (!s->db || sqlite3_get_autocommit(s->db)) {
     s->depth = 0;
     if (!s->txn_open) return EU_OK;
     s->txn_open = 0;
@@ -1253,7 +1445,7 @@ int eu_store_rollback(eu_store *s) {
   }
   s->depth = 0;
   s->txn_open = 0;
-  if (sqlite3_get_autocommit(s->db)) return EU_OK;
+  if (!s->db || sqlite3_get_autocommit(s->db)) return EU_OK;
   reset_busy(s);
   rc = is_run(s, IS_ROLLBACK);
   s->depth = 0;
@@ -1618,11 +1810,12 @@ int eu_store_database_size(eu_store *s, int64_t *bytes) {
 int eu_store_snapshot(eu_store *s, unsigned char **data, size_t *len) {
   sqlite3_int64 sz = 0;
   unsigned char *img, *copy;
-  int saved = s->internal;
+  int rc, saved = s->internal;
   *data = NULL;
   *len = 0;
   if (eu_store_in_turn(s))
     return fail(s, EU_EINVAL, "cannot snapshot a store inside a turn: commit or roll back first");
+  if ((rc = wake(s)) < 0) return rc;
   s->internal = 1;  /* serialize asks SQLite for the page count with a PRAGMA */
   img = sqlite3_serialize(s->db, "main", &sz, 0);
   s->internal = saved;
@@ -1643,6 +1836,7 @@ int eu_store_restore(eu_store *s, const unsigned char *data, size_t len) {
   unsigned char *copy;
   int rc, saved = s->internal;
   if (len == 0) return fail(s, EU_EINVAL, "an empty image is not a database");
+  if ((rc = wake(s)) < 0) return rc;
   rc = eu_store_rollback(s);
   if (rc < 0) return rc;
   /* Statements compiled against the old schema go; the host's come back on
@@ -1657,6 +1851,9 @@ int eu_store_restore(eu_store *s, const unsigned char *data, size_t len) {
   s->internal = saved;
   if (rc != SQLITE_OK) return fail_sql(s, rc);  /* SQLite freed copy */
   s->depth = 0;
+  /* The database is the image now: the file is no longer the store's. */
+  free(s->path);
+  s->path = NULL;
   /* Reads the new schema, so an image that is not a database fails here. */
   rc = eu_store_exec_internal(s, eu_schema);
   if (rc == EU_OK && s->lim.max_bytes > 0) rc = apply_quota(s);

@@ -26,12 +26,36 @@ typedef struct eu_store eu_store;
 /* path NULL opens a private in-memory database. */
 int eu_store_open(eu_store **out, const char *path, char *err, size_t errlen);
 /* As eu_store_open, running first (SQL with no bindings and no results)
- * before the store lays out its own tables: how a host sets the journal and
- * its syncing before anything is written. */
-int eu_store_open_with(eu_store **out, const char *path, const char *first, char *err,
-                       size_t errlen);
+ * before the store lays out its own tables, and then after them: how a
+ * host sets the journal and its syncing before anything is written, and
+ * adds its own tables. Either may be NULL. Both run again whenever a
+ * parked store reopens its connection. */
+int eu_store_open_with(eu_store **out, const char *path, const char *first, const char *then,
+                       char *err, size_t errlen);
 void eu_store_close(eu_store *s);
+/* The connection; NULL while the store is parked. */
 sqlite3 *eu_store_db(eu_store *s);
+
+/* Parking: a host with many stores keeps only some connections (and their
+ * descriptors and memory) open. eu_store_park closes a file-backed store's
+ * connection, keeping everything the store is (its limits, gate, alarm
+ * flag, memory meter, the settings user SQL changed, wal hook); its next
+ * use (any call that reaches SQLite) reopens it and runs eu_store_open_with's
+ * SQL again, so the eu_store pointer stays valid throughout. Closing never
+ * checkpoints: the WAL stays for the next opening. Refused (EU_EINVAL,
+ * eu_store_errmsg says why; the store stays open) while a transaction or a
+ * statement is open, for a store in memory or restored from an image, and
+ * for one holding temporary tables, views or triggers, which would be lost.
+ *
+ * on_wake's fn runs before a parked store reopens (a host making room in
+ * its budget of descriptors); reopening may still fail, which fails the
+ * call that needed it with "cannot open PATH: ...". */
+int eu_store_park(eu_store *s);
+int eu_store_parked(eu_store *s);
+void eu_store_on_wake(eu_store *s, void (*fn)(void *ud, eu_store *s), void *ud);
+/* sqlite3_wal_hook's, kept across parks. */
+typedef int (*eu_store_wal_fn)(void *ud, sqlite3 *db, const char *name, int pages);
+void eu_store_wal_hook(eu_store *s, eu_store_wal_fn fn, void *ud);
 /* The message of the last failure on s (SQLite's text where SQLite failed). */
 const char *eu_store_errmsg(eu_store *s);
 /* Records a failure of code on s that eu_store_errmsg will give (for the
@@ -158,6 +182,12 @@ int eu_store_lost_code(eu_store *s);
  * the whole transaction, met SQLITE_FULL: the batch is lost for want of
  * space, which is the object's failure, not the host's. */
 int eu_store_baseline_commit(eu_store *s);
+/* Whether begin has opened the outer transaction and nothing has ended it. */
+int eu_store_in_baseline(eu_store *s);
+/* Batching: the outer transaction is begun lazily, by the turn's first
+ * touch, instead of by eu_store_baseline_begin; a server commits it with
+ * eu_store_baseline_commit and the store is parkable until the next turn. */
+void eu_store_batching(eu_store *s, int on);
 
 /* Nested all-or-nothing unit inside a turn (transactionSync). */
 int eu_store_savepoint(eu_store *s);

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -459,6 +461,166 @@ static void test_database_size_is_page_count_times_page_size(void) {
   ASSERT_EQ(after, before);
   ASSERT_OK(eu_store_commit(s));
   eu_store_close(s);
+}
+
+/* Parking */
+
+/* A file-backed store as serve opens one: WAL in exclusive mode, a table
+ * of the host's made after the store's, a wal hook counting commits and a
+ * wake hook counting reopenings. */
+static char park_dir[] = "/tmp/eutaxy-park-XXXXXX";
+static int park_commits, park_wakes;
+
+static int count_commit(void *ud, sqlite3 *db, const char *name, int pages) {
+  (void)ud; (void)db; (void)name; (void)pages;
+  park_commits++;
+  return SQLITE_OK;
+}
+
+static void count_wake(void *ud, eu_store *s) {
+  ASSERT(ud == s);
+  ASSERT(eu_store_parked(s));
+  park_wakes++;
+}
+
+static eu_store *open_parkable(const char *name) {
+  eu_store *s = NULL;
+  char err[EU_ERRLEN], path[96];
+  if (park_dir[sizeof park_dir - 2] == 'X') ASSERT(mkdtemp(park_dir) != NULL);
+  snprintf(path, sizeof path, "%s/%s", park_dir, name);
+  remove(path);
+  ASSERT_OK(eu_store_open_with(&s, path, "PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL;",
+                               "CREATE TABLE IF NOT EXISTS _eutaxy_host(x); PRAGMA synchronous = OFF;",
+                               err, sizeof err));
+  eu_store_wal_hook(s, count_commit, NULL);
+  eu_store_on_wake(s, count_wake, s);
+  park_commits = park_wakes = 0;
+  return s;
+}
+
+static void end_turn(eu_store *s) {
+  ASSERT_OK(eu_store_commit(s));
+}
+
+static void test_park_closes_the_connection_and_the_next_use_reopens_it(void) {
+  eu_store *s = open_parkable("a.db");
+  eu_store_limits l = { 0, NULL, 64 * 4096 };
+  ASSERT_OK(eu_store_set_limits(s, &l));
+  ASSERT_EQ(sql_run(s, "CREATE TABLE t(x)"), 0);
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (1), (2)"), 0);
+  ASSERT_EQ(sql_run(s, "PRAGMA recursive_triggers = ON"), 0);
+  ASSERT_OK(eu_store_set_alarm(s, 1234, 0));
+  end_turn(s);
+  ASSERT_EQ(park_commits, 1);
+  ASSERT(*eu_store_mem_ptr(s) > 0);
+
+  ASSERT_OK(eu_store_park(s));
+  ASSERT(eu_store_parked(s));
+  ASSERT(eu_store_db(s) == NULL);
+  ASSERT_EQ(*eu_store_mem_ptr(s), 0);  /* the connection's memory went with it */
+  ASSERT(!eu_store_in_turn(s));
+  ASSERT_OK(eu_store_park(s));         /* parking a parked store is no error */
+  ASSERT_EQ(park_wakes, 0);
+
+  ASSERT_EQ(scalar(s, "SELECT sum(x) FROM t"), 3);  /* the next use reopens it */
+  ASSERT_EQ(park_wakes, 1);
+  ASSERT(!eu_store_parked(s));
+  ASSERT_EQ(alarm_at(s), 1234);
+  ASSERT_EQ(scalar(s, "PRAGMA recursive_triggers"), 1);  /* user SQL's setting came along */
+  ASSERT_EQ(scalar(s, "PRAGMA max_page_count"), 64);     /* and the quota */
+  ASSERT_EQ(scalar(s, "PRAGMA foreign_keys"), 1);
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM sqlite_master WHERE name = '_eutaxy_host'"), 1);
+  ASSERT_EQ(sql_scalar(s, "PRAGMA synchronous"), 0);     /* the host's SQL ran again */
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (3)"), 0);
+  end_turn(s);
+  ASSERT_EQ(park_commits, 2);                            /* the wal hook too */
+  eu_store_close(s);
+}
+
+static void test_park_is_refused_while_a_reopen_would_lose_something(void) {
+  eu_store *s = open_store(), *f;
+  unsigned char *img;
+  size_t len;
+  ASSERT_EQ(eu_store_park(s), EU_EINVAL);  /* in memory: the database is the connection */
+  ASSERT_CONTAINS(eu_store_errmsg(s), "backed by its file");
+  eu_store_close(s);
+
+  f = open_parkable("b.db");
+  ASSERT_EQ(sql_run(f, "CREATE TABLE t(x)"), 0);
+  ASSERT_EQ(eu_store_park(f), EU_EINVAL);  /* a turn is open */
+  ASSERT_CONTAINS(eu_store_errmsg(f), "a transaction is open");
+  ASSERT(!eu_store_parked(f));
+  end_turn(f);
+  ASSERT_OK(eu_store_snapshot(f, &img, &len));
+  ASSERT_EQ(sql_run(f, "CREATE TEMP TABLE scratch(y)"), 0);
+  end_turn(f);
+  ASSERT_EQ(eu_store_park(f), EU_EINVAL);
+  ASSERT_CONTAINS(eu_store_errmsg(f), "temporary tables");
+  eu_store_close(f);
+
+  f = open_parkable("c.db");
+  ASSERT_OK(eu_store_restore(f, img, len));
+  ASSERT_EQ(eu_store_park(f), EU_EINVAL);  /* the image is in memory now */
+  free(img);
+  eu_store_close(f);
+}
+
+static void test_batching_begins_the_batch_at_the_first_touch(void) {
+  eu_store *s = open_parkable("d.db");
+  eu_store_batching(s, 1);
+  ASSERT(!eu_store_in_baseline(s));
+  ASSERT_EQ(sql_run(s, "CREATE TABLE t(x)"), 0);
+  ASSERT(eu_store_in_baseline(s));
+  end_turn(s);
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (1)"), 0);  /* a second turn of the same batch */
+  end_turn(s);
+  ASSERT_EQ(park_commits, 0);
+  ASSERT_EQ(eu_store_park(s), EU_EINVAL);   /* the batch is open */
+  ASSERT_OK(eu_store_baseline_commit(s));
+  ASSERT_EQ(park_commits, 1);               /* the two turns were one commit */
+  ASSERT_OK(eu_store_park(s));
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (2)"), 0);  /* wakes, and a new batch begins */
+  ASSERT_EQ(park_wakes, 1);
+  ASSERT(eu_store_in_baseline(s));
+  end_turn(s);
+  ASSERT_OK(eu_store_baseline_commit(s));
+  ASSERT_EQ(scalar(s, "SELECT count(*) FROM t"), 2);
+  end_turn(s);
+  ASSERT_OK(eu_store_baseline_commit(s));
+  eu_store_close(s);
+}
+
+static void test_a_failed_reopen_fails_the_call_and_the_store_goes_on(void) {
+  eu_store *s = open_parkable("e.db");
+  char path[96];
+  ASSERT_EQ(sql_run(s, "CREATE TABLE t(x)"), 0);
+  end_turn(s);
+  ASSERT_OK(eu_store_park(s));
+  /* the file's directory is made unreadable by taking the file's place with a directory */
+  snprintf(path, sizeof path, "%s/e.db", park_dir);
+  ASSERT_EQ(rename(path, "/tmp/eutaxy-park-moved.db"), 0);
+  ASSERT_EQ(mkdir(path, 0700), 0);
+  ASSERT_EQ(eu_store_touch(s), EU_ESQL);
+  ASSERT_CONTAINS(eu_store_errmsg(s), "cannot open");
+  ASSERT(eu_store_parked(s));
+  ASSERT_EQ(rmdir(path), 0);
+  ASSERT_EQ(rename("/tmp/eutaxy-park-moved.db", path), 0);
+  ASSERT_EQ(scalar(s, "SELECT count(*) FROM t"), 0);  /* the next use opens it */
+  end_turn(s);
+  eu_store_close(s);
+}
+
+static void test_park_cleanup(void) {
+  const char *names[] = { "a.db", "b.db", "c.db", "d.db", "e.db" };
+  const char *tails[] = { "", "-wal", "-journal" };
+  char path[128];
+  size_t i, j;
+  for (i = 0; i < sizeof names / sizeof names[0]; i++)
+    for (j = 0; j < sizeof tails / sizeof tails[0]; j++) {
+      snprintf(path, sizeof path, "%s/%s%s", park_dir, names[i], tails[j]);
+      remove(path);
+    }
+  ASSERT_EQ(rmdir(park_dir), 0);
 }
 
 static void test_snapshot_and_restore_round_trip(void) {
@@ -993,6 +1155,11 @@ static const test tests[] = {
   T(test_delete_all_is_one_unit),
   T(test_delete_all_drops_children_before_their_parents),
   T(test_database_size_is_page_count_times_page_size),
+  T(test_park_closes_the_connection_and_the_next_use_reopens_it),
+  T(test_park_is_refused_while_a_reopen_would_lose_something),
+  T(test_batching_begins_the_batch_at_the_first_touch),
+  T(test_a_failed_reopen_fails_the_call_and_the_store_goes_on),
+  T(test_park_cleanup),
   T(test_snapshot_and_restore_round_trip),
   T(test_lua_exec_runs_every_statement_and_binds_the_last),
   T(test_lua_exec_binds_each_type),
