@@ -107,6 +107,8 @@ extern int syncfs(int fd);
 
 typedef struct server server;
 
+static void fail_server(server *s, const char *fmt, const char *path, int e);
+
 typedef struct served_store {
   int ns;
   char hex[65];
@@ -118,6 +120,7 @@ typedef struct served_store {
   int dirty;                /* committed to since its last sync began */
   int syncing;              /* syncs of it in flight: it must not be dropped */
   int wal_pages;            /* pages in the WAL after the last commit */
+  int slot;                 /* where it is in the server's stores */
   int open;                 /* its connection is open (not parked): it is in the server's open list */
   struct served_store *newer, *older;  /* the open list, most recently used first */
 } served_store;
@@ -221,6 +224,10 @@ struct server {
   char authority[300];      /* host:port, for a request without a usable Host */
   served_store **stores;    /* the files of resident objects, open or parked */
   int nstores, capstores;
+  served_store **by_object; /* the file of each object that has one, by eu_object_index */
+  int capby;
+  served_store **dirty;     /* the files committed to since the last round of syncs began */
+  int ndirty, capdirty;
   served_store *mru, *lru;  /* the stores whose connection is open */
   int nopen, max_open;      /* how many are, and how many may be */
   conn *conns;
@@ -331,7 +338,21 @@ static const char serve_then[] =
  * which the server runs itself once a sync has covered the pages. */
 static int on_wal(void *ud, sqlite3 *db, const char *name, int pages) {
   served_store *ss = ud;
+  server *s = ss->srv;
   (void)db; (void)name;
+  if (!ss->dirty) {
+    if (s->ndirty == s->capdirty) {
+      int cap = s->capdirty ? s->capdirty * 2 : 64;
+      served_store **a = realloc(s->dirty, (size_t)cap * sizeof *a);
+      if (!a) {
+        fail_server(s, "cannot sync %s: %s", ss->path, ENOMEM);
+        return SQLITE_OK;
+      }
+      s->dirty = a;
+      s->capdirty = cap;
+    }
+    s->dirty[s->ndirty++] = ss;
+  }
   ss->dirty = 1;
   ss->wal_pages = pages;
   ss->srv->written++;
@@ -439,8 +460,31 @@ static served_store *open_served(server *s, const char *path, char *err, size_t 
   eu_store_wal_hook(ss->store, on_wal, ss);
   eu_store_on_wake(ss->store, on_wake, ss);
   link_open(s, ss);
+  ss->slot = s->nstores;
   s->stores[s->nstores++] = ss;
   return ss;
+}
+
+/* The file of o, or NULL. */
+static served_store *served_of(server *s, eu_object *o) {
+  int i = o ? eu_object_index(o) : -1;
+  return i >= 0 && i < s->capby ? s->by_object[i] : NULL;
+}
+
+/* Makes ss the file of o (NULL: o has none). */
+static int set_served(server *s, eu_object *o, served_store *ss) {
+  int i = eu_object_index(o);
+  if (i >= s->capby) {
+    int cap = s->capby ? s->capby : 64;
+    served_store **a;
+    while (cap <= i) cap *= 2;
+    if (!(a = realloc(s->by_object, (size_t)cap * sizeof *a))) return EU_ENOMEM;
+    memset(a + s->capby, 0, (size_t)(cap - s->capby) * sizeof *a);
+    s->by_object = a;
+    s->capby = cap;
+  }
+  s->by_object[i] = ss;
+  return EU_OK;
 }
 
 /* Closes a kept file; one being synced is never closed. An evicted file
@@ -449,7 +493,13 @@ static served_store *open_served(server *s, const char *path, char *err, size_t 
 static void drop_served(server *s, int i, int evicted) {
   served_store *ss = s->stores[i];
   sqlite3 *db = eu_store_db(ss->store);
+  int k;
   s->stores[i] = s->stores[--s->nstores];
+  s->stores[i]->slot = i;
+  if (ss->obj && served_of(s, ss->obj) == ss) set_served(s, ss->obj, NULL);
+  if (ss->dirty)
+    for (k = 0; k < s->ndirty; k++)
+      if (s->dirty[k] == ss) s->dirty[k] = s->dirty[--s->ndirty];
   if (evicted && db) sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
   close_served(ss);
 }
@@ -471,13 +521,6 @@ static int note_object(eu_store *st, const char *binding, const char *hex, const
   return rc < 0 ? rc : EU_OK;
 }
 
-static served_store *find_served(server *s, int ns, const char *hex) {
-  int i;
-  for (i = 0; i < s->nstores; i++)
-    if (s->stores[i]->ns == ns && strcmp(s->stores[i]->hex, hex) == 0) return s->stores[i];
-  return NULL;
-}
-
 /* A store the world uses is in a batch from its first turn of a pump (the
  * store begins it; eu_store_batching): the turns of a pump are savepoints
  * in one transaction, committed together by commit_batches. A new store's
@@ -495,16 +538,18 @@ static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, siz
   const char *binding = eu_world_binding_name(s->w, ns);
   eu_object *o = eu_world_object(s->w, ns, hex, NULL, NULL, 0);  /* known already: asks for nothing */
   char path[4200];
-  served_store *ss = find_served(s, ns, hex);
-  if (ss) {
-    ss->obj = o;
-    return ss->store;
-  }
+  served_store *ss = served_of(s, o);
+  if (ss) return ss->store;  /* opened at start-up for its alarm */
   store_path(s, binding, hex, path, sizeof path);
   if (!(ss = open_served(s, path, err, errlen))) return NULL;
   ss->ns = ns;
   snprintf(ss->hex, sizeof ss->hex, "%s", hex);
   ss->obj = o;
+  if (!o || set_served(s, o, ss) != EU_OK) {
+    eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    drop_served(s, s->nstores - 1, 0);
+    return NULL;
+  }
   if (!batched(ss, err, errlen)) {
     drop_served(s, s->nstores - 1, 0);
     return NULL;
@@ -564,7 +609,8 @@ static int rearm_alarms(server *s, char *err, size_t errlen) {
     ss->ns = ns;
     snprintf(ss->hex, sizeof ss->hex, "%s", hcopy);
     o = eu_world_object(s->w, ns, hcopy, name ? ncopy : NULL, ebuf, sizeof ebuf);
-    if (!o || !eu_object_store(s->w, o, ebuf, sizeof ebuf)) {
+    if (o && (ss->obj = o, set_served(s, o, ss)) != EU_OK) snprintf(ebuf, sizeof ebuf, "out of memory");
+    if (!o || served_of(s, o) != ss || !eu_object_store(s->w, o, ebuf, sizeof ebuf)) {
       fprintf(stderr, "eutaxy serve: %s: %s\n", path, ebuf);
       continue;
     }
@@ -685,9 +731,10 @@ static void lose_in_flight(server *s, int status) {
  * answer 507 (space) or 500, and the server goes on. A failure of the disk
  * itself (an I/O error) stops the server, as a failed sync does. */
 static void commit_batches(server *s) {
-  int i, rc, lost;
-  for (i = 0; i < s->nstores; i++) {
-    served_store *ss = s->stores[i];
+  served_store *ss, *older;
+  int rc, lost;
+  for (ss = s->mru; ss; ss = older) {  /* a store in a batch is open */
+    older = ss->older;
     if (!eu_store_in_baseline(ss->store) || eu_store_in_turn(ss->store)) continue;
     lost = eu_store_lost_code(ss->store);
     rc = eu_store_baseline_commit(ss->store);
@@ -717,13 +764,15 @@ static void start_sync(server *s) {
   uint64_t last;
   if (s->failed || s->durable == s->written) return;
   if (s->o.durability_process) {
-    for (i = 0; i < s->nstores; i++) s->stores[i]->dirty = 0;
+    for (i = 0; i < s->ndirty; i++) s->dirty[i]->dirty = 0;
+    s->ndirty = 0;
     s->durable = s->written;
     return;
   }
   last = s->nrounds ? s->rounds[(s->round0 + s->nrounds - 1) % EU_SERVE_ROUNDS].target : s->durable;
   if (s->nrounds == EU_SERVE_ROUNDS || last == s->written) return;
-  for (i = 0; i < s->nstores; i++) ndirty += s->stores[i]->dirty;
+  ndirty = s->ndirty;
+  s->ndirty = 0;
   r = (s->round0 + s->nrounds) % EU_SERVE_ROUNDS;
   s->rounds[r].target = s->written;
   s->rounds[r].pending = 0;
@@ -734,22 +783,20 @@ static void start_sync(server *s) {
       fail_server(s, "cannot sync %s: %s", s->state, ENOMEM);
       return;
     }
-    for (i = 0; i < s->nstores; i++)
-      if (s->stores[i]->dirty) {
-        s->stores[i]->dirty = 0;
-        s->stores[i]->syncing++;
-        j->many[j->n++] = s->stores[i];
-      }
+    for (i = 0; i < ndirty; i++) {
+      s->dirty[i]->dirty = 0;
+      s->dirty[i]->syncing++;
+      j->many[j->n++] = s->dirty[i];
+    }
     queue_sync(s, j, r);
     return;
   }
   /* Fewer files: one fdatasync each (and an fsync of a new one's database
    * file), side by side on the pool, and one fsync of the directory for
    * the names of all the new ones. */
-  for (i = 0; i < s->nstores; i++) {
-    served_store *ss = s->stores[i];
+  for (i = 0; i < ndirty; i++) {
+    served_store *ss = s->dirty[i];
     sync_job *j;
-    if (!ss->dirty) continue;
     ss->dirty = 0;
     if (!(j = calloc(1, sizeof *j))) {
       fail_server(s, "cannot sync %s: %s", ss->path, ENOMEM);
@@ -1752,16 +1799,10 @@ static int by_last(const void *a, const void *b) {
 /* Whether o's file has writes not yet committed, or committed and not yet
  * synced: it must stay open until they are durable. */
 static int store_busy(server *s, eu_object *o, int *index) {
-  int i;
-  *index = -1;
-  for (i = 0; i < s->nstores; i++)
-    if (s->stores[i]->obj == o) {
-      served_store *ss = s->stores[i];
-      *index = i;
-      return ss->syncing || ss->dirty ||
-             (eu_store_db(ss->store) && sqlite3_txn_state(eu_store_db(ss->store), NULL) == SQLITE_TXN_WRITE);
-    }
-  return 0;
+  served_store *ss = served_of(s, o);
+  *index = ss ? ss->slot : -1;
+  return ss && (ss->syncing || ss->dirty ||
+                (eu_store_db(ss->store) && sqlite3_txn_state(eu_store_db(ss->store), NULL) == SQLITE_TXN_WRITE));
 }
 
 /* Evicts objects idle for --evict-after, then, past --max-resident, the
@@ -1985,7 +2026,7 @@ static int start(server *s, char *err, size_t errlen) {
  * --max-connections, the pool has what is left. */
 static void fill_defaults(server *s) {
   struct rlimit rl;
-  long fds = 1024;
+  long fds = 1024, hot;
   if (s->o.max_resident <= 0) s->o.max_resident = EU_SERVE_MAX_RESIDENT;
   if (s->o.max_awake == 0) s->o.max_awake = EU_SERVE_MAX_AWAKE;
   if (s->o.evict_after_ms < 0) s->o.evict_after_ms = 0;
@@ -2001,13 +2042,16 @@ static void fill_defaults(server *s) {
     fds = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1000000 ? 1000000 : (long)rl.rlim_cur;
   }
   fds -= EU_SERVE_FDS_RESERVED;
+  /* The stores kept open: as many as heaps are kept awake (an open store
+   * holds its SQLite memory too), within the descriptors. */
+  hot = s->o.max_awake > 0 && s->o.max_awake < s->o.max_resident ? s->o.max_awake : s->o.max_resident;
   s->max_conns = s->o.max_connections;
   if (s->max_conns <= 0) {
-    long open = fds / 4 < s->o.max_resident ? fds / 4 : s->o.max_resident;
+    long open = fds / 4 < hot ? fds / 4 : hot;
     long n = fds - 2 * open;
     s->max_conns = n < 16 ? 16 : n > 10000 ? 10000 : (int)n;
   }
-  s->max_open = (int)((fds - s->max_conns) / 2 < s->o.max_resident ? (fds - s->max_conns) / 2 : s->o.max_resident);
+  s->max_open = (int)((fds - s->max_conns) / 2 < hot ? (fds - s->max_conns) / 2 : hot);
   if (s->max_open < 4) s->max_open = 4;
 }
 
@@ -2072,6 +2116,8 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
   eu_world_free(s->w);
   for (i = 0; i < s->nstores; i++) close_served(s->stores[i]);
   free(s->stores);
+  free(s->by_object);
+  free(s->dirty);
   if (s->dirfd >= 0) close(s->dirfd);
   free(s->orphans);
   free(s->ws_conns);

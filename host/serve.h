@@ -31,8 +31,8 @@ typedef struct eu_serve_opts {
   int quiet;                /* no request log */
   int durability_process;   /* commits survive the process, not a power loss: no syncs */
   int max_resident;         /* objects with an isolate or a file open; 0: the default */
-  int max_awake;            /* resident objects whose heaps are unpacked at once (eu_world_opts.berths);
-                             * 0: the default, <0: every one, none packed */
+  int max_awake;            /* resident objects whose heaps are unpacked (eu_world_opts.berths) and
+                             * databases open at once; 0: the default, <0: every one */
   int64_t evict_after_ms;   /* idle objects are evicted after this; 0: the default, <0: never */
   int64_t header_timeout_ms;  /* a request must arrive whole within this; 0: the default */
   int64_t idle_timeout_ms;    /* a connection with nothing asked is closed after this; 0: the default */

@@ -514,6 +514,7 @@ uint64_t eu_world_random(eu_world *w) {
   return eu_prng_next(&w->prng);
 }
 int eu_object_has_isolate(eu_object *o) { return o->iso != NULL; }
+int eu_object_index(eu_object *o) { return o->index; }
 int eu_world_nbindings(eu_world *w) { return w->nbindings; }
 
 const char *eu_world_binding_name(eu_world *w, int ns) {

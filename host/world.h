@@ -177,6 +177,8 @@ eu_object *eu_world_object_named(eu_world *w, int ns, const char *hex, const cha
 eu_store *eu_object_store(eu_world *w, eu_object *o, char *err, size_t errlen);
 int eu_world_reset(eu_world *w, eu_object *o);
 int eu_object_has_isolate(eu_object *o);
+/* Its place among the world's objects: fixed for its life, 0 for the worker. */
+int eu_object_index(eu_object *o);
 
 /* Slots. The payload of a call is encoded values (eu_clone_encode):
  * for EU_CALL_RPC the method name then the arguments, for EU_CALL_FETCH one

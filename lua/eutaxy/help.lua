@@ -86,9 +86,10 @@ help.commands = {
           .. "process: they survive a crash of the server but not a power loss (faster)" },
       { "--max-resident N", "objects kept loaded at once (default 1000); beyond it the least recently "
           .. "active are evicted" },
-      { "--max-awake N", "resident objects whose heaps are kept unpacked at once (default 256; 0: all); "
-          .. "the heaps of the others are packed, as what changed since their isolate was built, a tenth "
-          .. "of the size or less, and unpacked on their next event" },
+      { "--max-awake N", "resident objects kept awake at once (default 256; 0: all): heap unpacked and "
+          .. "database open; the heaps of the others are packed, as what changed since their isolate was "
+          .. "built, a tenth of the size or less, their databases closed, and both opened again on their "
+          .. "next event" },
       { "--evict-after SECONDS", "evict an object idle this long (default 60; 0: never)" },
       { "--header-timeout SECONDS", "a request must arrive whole within this (default 10), else 408 and "
           .. "the connection is closed" },
