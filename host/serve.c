@@ -228,6 +228,14 @@ struct server {
   int capby;
   served_store **dirty;     /* the files committed to since the last round of syncs began */
   int ndirty, capdirty;
+  char *blank;              /* what a new object's file starts as (make_blank), or NULL */
+  size_t blank_len;
+  /* new files made ahead on the thread pool (take_spare): spares[0..nspares)
+   * are ready, numbered; a refill of spare_want - nspares is in flight */
+  int *spares;
+  int nspares, spare_next, refilling;
+  uv_work_t refill;
+  int refill_from, refill_n, refill_made;
   served_store *mru, *lru;  /* the stores whose connection is open */
   int nopen, max_open;      /* how many are, and how many may be */
   conn *conns;
@@ -427,6 +435,156 @@ static int file_exists(const char *path, const char *suffix) {
   return stat(p, &st) == 0;
 }
 
+/* A new object's file starts as a copy of a blank one, made once at
+ * start-up: a database already in WAL mode with the tables of the store
+ * and of serve, so that making an object writes one file, rather than
+ * creating a rollback journal to switch to WAL and committing each table
+ * on its own. Without one (it could not be made) a file is set up as an
+ * existing one is checked, by the same SQL. */
+static void make_blank(server *s) {
+  char path[4200], err[EU_ERRLEN], side[4300];
+  static const char *const sides[] = { "", "-wal", "-shm", "-journal" };
+  eu_store *st;
+  struct stat sb;
+  size_t i;
+  int fd;
+  snprintf(path, sizeof path, "%s/.blank.sqlite", s->state);
+  for (i = 0; i < sizeof sides / sizeof sides[0]; i++) {
+    snprintf(side, sizeof side, "%s%s", path, sides[i]);
+    unlink(side);
+  }
+  if (eu_store_open_with(&st, path, serve_first, serve_then, err, sizeof err) != EU_OK) return;
+  eu_store_close(st);  /* its WAL checkpointed into the file, and gone */
+  if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 && fstat(fd, &sb) == 0 && sb.st_size > 0 &&
+      !file_exists(path, "-wal") && (s->blank = malloc((size_t)sb.st_size)) != NULL) {
+    if (read(fd, s->blank, (size_t)sb.st_size) == sb.st_size) {
+      s->blank_len = (size_t)sb.st_size;
+    } else {
+      free(s->blank);
+      s->blank = NULL;
+    }
+  }
+  if (fd >= 0) close(fd);
+  unlink(path);
+}
+
+/* Writes the blank file at path, which does not exist; 0 when it could
+ * not (SQLite then makes the file). */
+static int write_blank(server *s, const char *path) {
+  int fd, ok;
+  if (!s->blank || (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0) return 0;
+  ok = write(fd, s->blank, s->blank_len) == (ssize_t)s->blank_len;
+  close(fd);
+  if (!ok) unlink(path);
+  return ok;
+}
+
+/* Creating a file costs here what a new object's whole turn costs (an
+ * inode to find and to fill), and a new object needs two, its database
+ * and its WAL. So they are made ahead, on the thread pool, under the
+ * state directory's .spare/ (a blank database and an empty WAL, numbered),
+ * and a new object's are moved into place by name, which is cheap. A
+ * spare left over from an earlier run is removed at start-up. The first
+ * round of syncs after the move makes the files and their names durable,
+ * as it does for any new file. */
+#define EU_SERVE_SPARES 64
+
+static void spare_path(server *s, int n, const char *suffix, char *out, size_t len) {
+  snprintf(out, len, "%s/.spare/%d.sqlite%s", s->state, n, suffix);
+}
+
+static void refill_work(uv_work_t *req) {
+  server *s = req->data;
+  char db[4300], wal[4300];
+  int i, fd, ok;
+  for (i = 0; i < s->refill_n; i++) {
+    spare_path(s, s->refill_from + i, "", db, sizeof db);
+    spare_path(s, s->refill_from + i, "-wal", wal, sizeof wal);
+    if ((fd = open(db, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) break;
+    ok = write(fd, s->blank, s->blank_len) == (ssize_t)s->blank_len;
+    close(fd);
+    if (!ok || (fd = open(wal, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) break;
+    close(fd);
+  }
+  s->refill_made = i;
+}
+
+static void refill_done(uv_work_t *req, int status) {
+  server *s = req->data;
+  int i;
+  s->refilling = 0;
+  if (status != 0) return;
+  for (i = 0; i < s->refill_made; i++) s->spares[s->nspares++] = s->refill_from + i;
+}
+
+/* Asks for more spares when half of them are gone. */
+static void refill(server *s) {
+  if (!s->spares || s->refilling || s->stopping || s->nspares > EU_SERVE_SPARES / 2) return;
+  s->refill.data = s;
+  s->refill_from = s->spare_next;
+  s->refill_n = EU_SERVE_SPARES - s->nspares;
+  s->refill_made = 0;
+  s->spare_next += s->refill_n;
+  if (uv_queue_work(&s->loop, &s->refill, refill_work, refill_done) == 0) s->refilling = 1;
+}
+
+/* Moves a spare to path (which does not exist) and its WAL beside it; 0
+ * when there is none ready. */
+static int take_spare(server *s, const char *path) {
+  char from[4300], to[4300];
+  int n;
+  if (!s->nspares) {
+    refill(s);
+    return 0;
+  }
+  n = s->spares[--s->nspares];
+  refill(s);
+  spare_path(s, n, "-wal", from, sizeof from);
+  snprintf(to, sizeof to, "%s-wal", path);
+  if (rename(from, to) != 0) return 0;
+  spare_path(s, n, "", from, sizeof from);
+  if (rename(from, path) != 0) {
+    unlink(to);
+    return 0;
+  }
+  return 1;
+}
+
+/* Empties .spare/ (what an earlier run left) and makes the first spares. */
+static void start_spares(server *s) {
+  char dir[4200], p[4500];
+  DIR *d;
+  struct dirent *e;
+  if (!s->blank) return;
+  snprintf(dir, sizeof dir, "%s/.spare", s->state);
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return;
+  if ((d = opendir(dir)) != NULL) {
+    while ((e = readdir(d)) != NULL) {
+      if (e->d_name[0] == '.') continue;
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      unlink(p);
+    }
+    closedir(d);
+  }
+  if (!(s->spares = malloc(EU_SERVE_SPARES * sizeof *s->spares))) return;
+  refill(s);
+}
+
+/* The spares not used: gone with the server. */
+static void stop_spares(server *s) {
+  char p[4300];
+  int i;
+  for (i = 0; i < s->nspares; i++) {
+    spare_path(s, s->spares[i], "", p, sizeof p);
+    unlink(p);
+    spare_path(s, s->spares[i], "-wal", p, sizeof p);
+    unlink(p);
+  }
+  s->nspares = 0;
+  free(s->spares);
+  s->spares = NULL;
+}
+
 /* Opens (creating if need be) an object's file and keeps it. */
 static served_store *open_served(server *s, const char *path, char *err, size_t errlen) {
   served_store *ss;
@@ -450,6 +608,7 @@ static served_store *open_served(server *s, const char *path, char *err, size_t 
   ss->srv = s;
   ss->ns = -1;
   ss->fresh = !file_exists(path, "") || !file_exists(path, "-wal");
+  if (ss->fresh && !file_exists(path, "") && !take_spare(s, path)) write_blank(s, path);
   make_room(s);
   if ((rc = eu_store_open_with(&ss->store, path, serve_first, serve_then, err, errlen)) != EU_OK) {
     free(ss->path);
@@ -550,12 +709,18 @@ static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, siz
     drop_served(s, s->nstores - 1, 0);
     return NULL;
   }
-  if (!batched(ss, err, errlen)) {
+  /* The row naming the object is a commit of its own, before any batch.
+   * A new file's is its WAL's first, which synchronous=NORMAL would sync
+   * here, on the loop, with its header (see serve_first): the next round
+   * of syncs makes it durable instead. */
+  if ((ss->fresh && eu_store_exec_internal(ss->store, "PRAGMA synchronous = OFF") != EU_OK) ||
+      note_object(ss->store, binding, hex, o ? eu_object_name(o) : NULL) != EU_OK ||
+      (ss->fresh && eu_store_exec_internal(ss->store, "PRAGMA synchronous = NORMAL") != EU_OK)) {
+    eu_err(err, errlen, EU_ESQL, "cannot record the object in %s: %s", path, eu_store_errmsg(ss->store));
     drop_served(s, s->nstores - 1, 0);
     return NULL;
   }
-  if (note_object(ss->store, binding, hex, o ? eu_object_name(o) : NULL) != EU_OK) {
-    eu_err(err, errlen, EU_ESQL, "cannot record the object in %s: %s", path, eu_store_errmsg(ss->store));
+  if (!batched(ss, err, errlen)) {
     drop_served(s, s->nstores - 1, 0);
     return NULL;
   }
@@ -1988,6 +2153,8 @@ static int start(server *s, char *err, size_t errlen) {
     return eu_err(err, errlen, EU_EINVAL, "cannot open %s: %s", s->state, strerror(errno));
   if ((rc = eu_world_new(&s->w, &wo, err, errlen)) != EU_OK) return rc;
   if ((rc = rearm_alarms(s, err, errlen)) != EU_OK) return rc;
+  make_blank(s);
+  start_spares(s);
 
   if (strchr(host, ':')) rc = uv_ip6_addr(host, s->o.port, (struct sockaddr_in6 *)&addr);
   else rc = uv_ip4_addr(host, s->o.port, (struct sockaddr_in *)&addr);
@@ -2118,6 +2285,8 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
   free(s->stores);
   free(s->by_object);
   free(s->dirty);
+  stop_spares(s);
+  free(s->blank);
   if (s->dirfd >= 0) close(s->dirfd);
   free(s->orphans);
   free(s->ws_conns);
