@@ -77,13 +77,14 @@ log_lines() {
 # connections waiting in its listen backlog (the kernel completed them, the
 # server has not accepted them: the listening socket's Recv-Q). fd_watch_start
 # samples both every 0.2 s in the background from the server's start, a line
-# "MS FDS BACKLOG" each in $dir/samples; fd_watch_stop ends it and sets
-# fds_peak (the most of all samples and the end), fds_now (at the end) and
-# waiting: the fewest connections in the backlog at any sample from a second
-# after MEASURE_FROM to MEASURE_TO (ms since 1970), that is those the server
-# left waiting for the whole measured run (a backlog that fills and drains,
-# as connections open, is no concern). The server's process is sought anew
-# each time.
+# "MS FDS BACKLOG" each in $dir/samples; fd_watch_stop DIR FROM TO ends it
+# and sets fds_peak (the most of all samples and the end), fds_now (at the
+# end) and waiting: the fewest connections in the backlog at any sample from
+# a second after FROM to TO (ms since 1970, the measured run), that is those
+# the server left waiting all run long, which wrk counts as no error (a
+# backlog that fills and drains as connections open is no concern). The
+# server's process is sought anew each time: a sample of a busy server can
+# take longer than 0.2 s.
 declare -A fd_limit  # server -> its "Max open files", as the server sees it
 # fd_count PID: its open descriptors, nothing if it is gone.
 fd_count() {
@@ -92,6 +93,7 @@ fd_count() {
   ls -U "/proc/$1/fd" 2> /dev/null | wc -l
 }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# fd_watch_start DIR, once the server is started.
 fd_watch_start() {
   local dir=$1 p
   p=$(server_process)
