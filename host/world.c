@@ -1191,8 +1191,10 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   a.o = o;
   a.impure = 0;
   if (io.arena && boot) {
-    /* the same isolate as the last build had made by now, at the same address */
-    eu_arena_load(o->arena, boot, boot_len);
+    /* the same isolate as the last build had made by now, at the same
+     * address; a berth whose last heap was packed is that already */
+    if (!b || b->clean_to < boot_len) eu_arena_load(o->arena, boot, boot_len);
+    if (b) b->clean_to = 0;
     o->iso = eu_isolate_in(o->arena);
     eu_isolate_set_ud(o->iso, o);  /* the image may be another object's */
     o->wire_error_ref = boot_ref;
