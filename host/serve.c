@@ -231,9 +231,9 @@ struct server {
   char *blank;              /* what a new object's file starts as (make_blank), or NULL */
   size_t blank_len;
   /* new files made ahead on the thread pool (take_spare): spares[0..nspares)
-   * are ready, numbered; a refill of spare_want - nspares is in flight */
+   * are ready, numbered; a refill up to spare_want may be in flight */
   int *spares;
-  int nspares, spare_next, refilling;
+  int nspares, spare_want, spare_next, refilling;
   uv_work_t refill;
   int refill_from, refill_n, refill_made;
   served_store *mru, *lru;  /* the stores whose connection is open */
@@ -439,33 +439,24 @@ static int file_exists(const char *path, const char *suffix) {
  * start-up: a database already in WAL mode with the tables of the store
  * and of serve, so that making an object writes one file, rather than
  * creating a rollback journal to switch to WAL and committing each table
- * on its own. Without one (it could not be made) a file is set up as an
+ * on its own. It is made in memory, by the same SQL as a file, and marked
+ * as a WAL database in its header (the file format's version bytes, 18
+ * and 19: 2). Without one (it could not be made) a file is set up as an
  * existing one is checked, by the same SQL. */
 static void make_blank(server *s) {
-  char path[4200], err[EU_ERRLEN], side[4300];
-  static const char *const sides[] = { "", "-wal", "-shm", "-journal" };
+  char err[EU_ERRLEN];
   eu_store *st;
-  struct stat sb;
-  size_t i;
-  int fd;
-  snprintf(path, sizeof path, "%s/.blank.sqlite", s->state);
-  for (i = 0; i < sizeof sides / sizeof sides[0]; i++) {
-    snprintf(side, sizeof side, "%s%s", path, sides[i]);
-    unlink(side);
+  unsigned char *img;
+  sqlite3_int64 n = 0;
+  if (eu_store_open_with(&st, NULL, serve_first, serve_then, err, sizeof err) != EU_OK) return;
+  img = sqlite3_serialize(eu_store_db(st), "main", &n, 0);
+  eu_store_close(st);
+  if (img && n >= 100 && (s->blank = malloc((size_t)n)) != NULL) {
+    memcpy(s->blank, img, (size_t)n);
+    s->blank[18] = s->blank[19] = 2;
+    s->blank_len = (size_t)n;
   }
-  if (eu_store_open_with(&st, path, serve_first, serve_then, err, sizeof err) != EU_OK) return;
-  eu_store_close(st);  /* its WAL checkpointed into the file, and gone */
-  if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 && fstat(fd, &sb) == 0 && sb.st_size > 0 &&
-      !file_exists(path, "-wal") && (s->blank = malloc((size_t)sb.st_size)) != NULL) {
-    if (read(fd, s->blank, (size_t)sb.st_size) == sb.st_size) {
-      s->blank_len = (size_t)sb.st_size;
-    } else {
-      free(s->blank);
-      s->blank = NULL;
-    }
-  }
-  if (fd >= 0) close(fd);
-  unlink(path);
+  sqlite3_free(img);
 }
 
 /* Writes the blank file at path, which does not exist; 0 when it could
@@ -483,10 +474,11 @@ static int write_blank(server *s, const char *path) {
  * inode to find and to fill), and a new object needs two, its database
  * and its WAL. So they are made ahead, on the thread pool, under the
  * state directory's .spare/ (a blank database and an empty WAL, numbered),
- * and a new object's are moved into place by name, which is cheap. A
- * spare left over from an earlier run is removed at start-up. The first
- * round of syncs after the move makes the files and their names durable,
- * as it does for any new file. */
+ * and a new object's are moved into place by name, which is cheap. How
+ * many are kept follows the demand: 4 at first, twice as many each time
+ * they ran out, up to EU_SERVE_SPARES. A spare left over from an earlier
+ * run is removed at start-up. The first round of syncs after the move
+ * makes the files and their names durable, as it does for any new file. */
 #define EU_SERVE_SPARES 64
 
 static void spare_path(server *s, int n, const char *suffix, char *out, size_t len) {
@@ -519,10 +511,10 @@ static void refill_done(uv_work_t *req, int status) {
 
 /* Asks for more spares when half of them are gone. */
 static void refill(server *s) {
-  if (!s->spares || s->refilling || s->stopping || s->nspares > EU_SERVE_SPARES / 2) return;
+  if (!s->spares || s->refilling || s->stopping || s->nspares > s->spare_want / 2) return;
   s->refill.data = s;
   s->refill_from = s->spare_next;
-  s->refill_n = EU_SERVE_SPARES - s->nspares;
+  s->refill_n = s->spare_want - s->nspares;
   s->refill_made = 0;
   s->spare_next += s->refill_n;
   if (uv_queue_work(&s->loop, &s->refill, refill_work, refill_done) == 0) s->refilling = 1;
@@ -534,6 +526,7 @@ static int take_spare(server *s, const char *path) {
   char from[4300], to[4300];
   int n;
   if (!s->nspares) {
+    if (s->spare_want < EU_SERVE_SPARES) s->spare_want *= 2;
     refill(s);
     return 0;
   }
@@ -550,7 +543,7 @@ static int take_spare(server *s, const char *path) {
   return 1;
 }
 
-/* Empties .spare/ (what an earlier run left) and makes the first spares. */
+/* Empties .spare/ (what an earlier run left); the first new object asks for spares. */
 static void start_spares(server *s) {
   char dir[4200], p[4500];
   DIR *d;
@@ -567,7 +560,7 @@ static void start_spares(server *s) {
     closedir(d);
   }
   if (!(s->spares = malloc(EU_SERVE_SPARES * sizeof *s->spares))) return;
-  refill(s);
+  s->spare_want = 2;  /* doubled by the first take, which finds none */
 }
 
 /* The spares not used: gone with the server. */
