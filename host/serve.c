@@ -581,7 +581,7 @@ static void stop_spares(server *s) {
 /* Opens (creating if need be) an object's file and keeps it. */
 static served_store *open_served(server *s, const char *path, char *err, size_t errlen) {
   served_store *ss;
-  int rc;
+  int rc, has_db;
   if (s->nstores == s->capstores) {
     int cap = s->capstores ? s->capstores * 2 : 16;
     served_store **a = realloc(s->stores, (size_t)cap * sizeof *a);
@@ -600,8 +600,9 @@ static served_store *open_served(server *s, const char *path, char *err, size_t 
   strcpy(ss->path, path);
   ss->srv = s;
   ss->ns = -1;
-  ss->fresh = !file_exists(path, "") || !file_exists(path, "-wal");
-  if (ss->fresh && !file_exists(path, "") && !take_spare(s, path)) write_blank(s, path);
+  has_db = file_exists(path, "");
+  ss->fresh = !has_db || !file_exists(path, "-wal");
+  if (!has_db && !take_spare(s, path)) write_blank(s, path);
   make_room(s);
   if ((rc = eu_store_open_with(&ss->store, path, serve_first, serve_then, err, errlen)) != EU_OK) {
     free(ss->path);

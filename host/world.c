@@ -1067,7 +1067,8 @@ static int traceback(lua_State *L) {
 typedef struct boot_args {
   eu_world *w;
   eu_object *o;
-  int impure;  /* the worker module's preload did what an object could tell */
+  int berthed;  /* the isolate is a berth's: its base is being made */
+  int impure;   /* the worker module's preload did what an object could tell */
 } boot_args;
 
 /* load_runtime(args): requires the runtime and keeps its wire_error. */
@@ -1079,7 +1080,7 @@ static int load_runtime(lua_State *L) {
   lua_call(L, 1, 1);
   lua_getfield(L, 1, "wire_error");
   a->o->wire_error_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  if (a->w->o.berths > 0 && a->o->ns >= 0 && !a->w->ck_on) {
+  if (a->berthed) {
     /* storage, which nearly every object uses, in the berth's base, which
      * its objects share, rather than in each; the base is what packing an
      * object compares its heap with, so the rest waits to be needed */
@@ -1189,6 +1190,7 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   io.ud = o;
   a.w = w;
   a.o = o;
+  a.berthed = b != NULL;
   a.impure = 0;
   if (io.arena && boot) {
     /* the same isolate as the last build had made by now, at the same
@@ -4141,11 +4143,6 @@ static void wake_heap(eu_world *w, eu_object *o) {
 static berth *take_berth(eu_world *w, eu_object *o) {
   berth *b = NULL;
   int i;
-  if (o->berth >= 0) {
-    b = &w->berths[o->berth];
-    b->used = ++w->berth_clock;
-    return b;
-  }
   if (!w->berths && !(w->berths = calloc((size_t)w->o.berths, sizeof *w->berths))) return NULL;
   for (i = 0; i < w->nberths; i++)
     if (!w->berths[i].o && (!b || w->berths[i].used < b->used)) b = &w->berths[i];
