@@ -1,10 +1,11 @@
 --- eutaxy.fetch under `eutaxy serve`: real HTTP and HTTPS requests out of
 -- the worker and out of objects, on loopback only. The HTTP target is a
 -- second eutaxy serve (spec/fixtures/fetch/target.lua), the HTTPS one
--- openssl s_server -WWW with a self-signed certificate made here. Three
+-- openssl s_server -WWW with a self-signed certificate made here. Four
 -- servers fetch: one that trusts that certificate (--ca-file) and takes at
--- most 4096 bytes of a body, one that trusts only the system's CAs and
--- waits a short --fetch-timeout.
+-- most 4096 bytes of a body, two that trust only the system's CAs, one of
+-- them waiting a short --fetch-timeout (the other's refusal of the
+-- certificate must not race a timeout on a slow machine).
 local h = dofile("spec/fixtures/serve/harness.lua")
 local cjson = require "cjson"
 
@@ -67,7 +68,7 @@ local function start_tls(dir)
 end
 
 describe("eutaxy.fetch under eutaxy serve", function()
-  local dir, target, client, strict, tls, T, S
+  local dir, target, client, strict, untrusting, tls, T, S
 
   setup(function()
     if not h.have("curl") or not h.have("openssl") then return end
@@ -80,6 +81,7 @@ describe("eutaxy.fetch under eutaxy serve", function()
     target = h.start(dir .. "/target", nil, TARGET)
     client = h.start(dir .. "/client", "--ca-file " .. dir .. "/cert.pem --fetch-max-bytes 4096", CLIENT)
     strict = h.start(dir .. "/strict", "--fetch-timeout " .. TIMEOUT_MS / 1000, CLIENT)
+    untrusting = h.start(dir .. "/untrusting", nil, CLIENT)
     T = "http://127.0.0.1:" .. target.port
     S = "https://127.0.0.1:" .. tls.port
   end)
@@ -210,7 +212,7 @@ describe("eutaxy.fetch under eutaxy serve", function()
     end)
 
     it("raises NetworkError, not retryable, naming the certificate, when no CA it trusts signed it", function()
-      local r = fetch(strict, S .. "/hello.txt")
+      local r = fetch(untrusting, S .. "/hello.txt")
       assert.are.equal("NetworkError", r.error.name)
       assert.is_false(r.error.retryable)
       assert.matches("^GET " .. S:gsub("%p", "%%%0") .. "/hello%.txt: the server's certificate is not trusted: "
