@@ -283,9 +283,10 @@ struct eu_world {
   struct berth *berths;  /* eu_world_opts.berths of them, made as needed */
   int nberths;
   uint64_t berth_clock;
-  /* the berths' base has no worker module: loading it did something an
-   * object could tell (clock_reads, draws, prints), or failed */
-  int berth_plain;
+  /* no base (a berth's, or a boot image) has the worker module: loading
+   * it did something an object could tell (clock_reads, draws, prints),
+   * or failed */
+  int plain_base;
   uint64_t clock_reads, prints;
   unsigned char *pack_buf;  /* where a delta is made, before it is copied to its size */
   size_t pack_cap;
@@ -1068,6 +1069,7 @@ typedef struct boot_args {
   eu_world *w;
   eu_object *o;
   int berthed;  /* the isolate is a berth's: its base is being made */
+  int base;     /* what load_runtime loads is kept as a base or boot image */
   int impure;   /* the worker module's preload did what an object could tell */
 } boot_args;
 
@@ -1080,19 +1082,22 @@ static int load_runtime(lua_State *L) {
   lua_call(L, 1, 1);
   lua_getfield(L, 1, "wire_error");
   a->o->wire_error_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  if (a->berthed) {
-    /* storage, which nearly every object uses, in the berth's base, which
-     * its objects share, rather than in each; the base is what packing an
-     * object compares its heap with, so the rest waits to be needed */
+  if (a->base) {
     eu_world *w = a->w;
     uint64_t reads = w->clock_reads, draws = w->draws, prints = w->prints;
     int rc;
-    lua_getglobal(L, "require");
-    lua_pushliteral(L, "eutaxy.storage");
-    lua_call(L, 1, 0);
-    if (w->berth_plain) return 0;
+    /* storage, which nearly every object uses (the worker does not), in
+     * the base rather than loaded by each isolate; a berth's base is what
+     * packing an object compares its heap with, so the rest waits to be
+     * needed */
+    if (a->o->ns >= 0) {
+      lua_getglobal(L, "require");
+      lua_pushliteral(L, "eutaxy.storage");
+      lua_call(L, 1, 0);
+    }
     /* and the worker module, when loading it in each isolate would have
-     * done just what this load does */
+     * done just what this load does; a service's module is its own */
+    if (w->plain_base || (a->o->ns >= 0 && w->bindings[a->o->ns].entry)) return 0;
     lua_getfield(L, 1, "preload");
     lua_pushstring(L, w->entry);
     eu_isolate_arm(L, w->o.cpu_limit);
@@ -1191,6 +1196,9 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   a.w = w;
   a.o = o;
   a.berthed = b != NULL;
+  /* under checkpoints, the boot image an object's isolate is built again
+   * from after a reset (and its checkpoints' images) */
+  a.base = b != NULL || io.arena != NULL;
   a.impure = 0;
   if (io.arena && boot) {
     /* the same isolate as the last build had made by now, at the same
@@ -1215,8 +1223,8 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
     lua_pushlightuserdata(L, &a);
     rc = lua_pcall(L, 1, 0, 0);
     if (rc == LUA_OK && a.impure) {
-      /* the worker module stays out of every berth's base: again without it */
-      w->berth_plain = 1;
+      /* the worker module stays out of every base: again without it */
+      w->plain_base = 1;
       eu_isolate_close(o->iso);
       if ((rc = eu_isolate_new(&o->iso, &io, err, errlen)) != EU_OK) {
         o->iso = NULL;
