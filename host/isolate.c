@@ -49,6 +49,9 @@ struct eu_isolate {
   size_t reserve;    /* how far past mem_limit the host's own work may go */
   void *ud;
   void (*log)(void *ud, const char *msg, size_t len);
+  /* the owner's, here rather than the owner's address in the heap's
+   * closures, so that an image of the heap serves another owner */
+  eu_determ_hooks hooks;
 };
 
 /* The extra space of every thread holds the isolate: lua_newthread copies it. */
@@ -307,7 +310,7 @@ static int boot(lua_State *L) {
   so.projectdir = o->projectdir ? o->projectdir : ".";
   so.open_core = o->open_core;
   eu_sandbox_open(L, &so);
-  eu_determ_open(L, o->hooks);
+  eu_determ_open(L, o->hooks ? &eu_isolate_of(L)->hooks : NULL);
   lua_pushcfunction(L, l_print);
   lua_setglobal(L, "print");
   return 0;
@@ -328,6 +331,7 @@ int eu_isolate_new(eu_isolate **out, const eu_isolate_opts *o, char *err, size_t
   iso->mem_limit = o->mem_limit ? o->mem_limit : EU_ISOLATE_MEM_DEFAULT;
   iso->ud = o->ud;
   iso->log = o->log;
+  if (o->hooks) iso->hooks = *o->hooks;
   L = lua_newstate(alloc, iso);
   if (!L) {
     if (!iso->arena) {
@@ -351,7 +355,10 @@ int eu_isolate_new(eu_isolate **out, const eu_isolate_opts *o, char *err, size_t
 
 eu_isolate *eu_isolate_in(eu_arena *a) { return eu_arena_first(a); }
 
-void eu_isolate_set_ud(eu_isolate *iso, void *ud) { iso->ud = ud; }
+void eu_isolate_set_owner(eu_isolate *iso, void *ud, const eu_determ_hooks *hooks) {
+  iso->ud = ud;
+  if (hooks) iso->hooks = *hooks;
+}
 
 size_t eu_isolate_mem_limit(eu_isolate *iso) {
   return iso->mem_limit;

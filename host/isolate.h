@@ -24,7 +24,7 @@ typedef struct eu_isolate_opts {
   const char *libdir;          /* folder that holds the eutaxy modules */
   const char *projectdir;      /* the user's project: modules are found there first */
   size_t mem_limit;            /* bytes; 0 for the default */
-  const eu_determ_hooks *hooks;
+  const eu_determ_hooks *hooks;  /* copied: the isolate keeps its own */
   lua_CFunction open_core;     /* opens eutaxy.core for this isolate */
   void (*log)(void *ud, const char *msg, size_t len);  /* print's output */
   void *ud;                    /* the owner's data, for open_core and log */
@@ -42,8 +42,9 @@ void eu_isolate_close(eu_isolate *iso);
 eu_isolate *eu_isolate_in(eu_arena *a);
 lua_State *eu_isolate_L(eu_isolate *iso);
 void *eu_isolate_ud(lua_State *L);          /* the owner's data, from any thread of the isolate */
-/* A new owner for an isolate put back from an image another owner's build made. */
-void eu_isolate_set_ud(eu_isolate *iso, void *ud);
+/* A new owner, with its hooks, for an isolate put back from an image
+ * another owner's build made (another object's, or another world's). */
+void eu_isolate_set_owner(eu_isolate *iso, void *ud, const eu_determ_hooks *hooks);
 eu_isolate *eu_isolate_of(lua_State *L);
 size_t eu_isolate_mem(eu_isolate *iso);
 size_t eu_isolate_mem_limit(eu_isolate *iso);

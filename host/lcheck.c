@@ -103,6 +103,7 @@ typedef struct xctx {
   lua_State *L;
   int check_idx;            /* the check function, on L's stack */
   eu_world_opts wo;
+  eu_spares *spares;        /* wo.spares: arenas left by the worlds gone */
   eu_binding *bindings;
   char *vars;               /* wo.vars: the env's vars, encoded */
   int *alarm_caps;
@@ -197,6 +198,7 @@ static void drop_world(xctx *x);
 static void free_ctx(xctx *x) {
   int i;
   drop_world(x);
+  eu_spares_free(x->spares);
   for (i = 0; i < x->caprcks; i++) {
     eu_buf_free(&x->rcks[i].drive);
     eu_reducer_pos_free(&x->rcks[i].rpos);
@@ -1449,6 +1451,14 @@ static int l_explore(lua_State *L) {
   x->keep = opt_bool(L, 1, "trace");
   x->determinism = opt_bool(L, 1, "checkDeterminism");
   x->target = opt_str(L, 1, "target");
+  /* A host fault simulation fails allocations by count: a rewound run
+   * allocates less than a built one, so it builds every run. */
+  lua_getfield(L, 1, "restore");
+  x->restore = (lua_isnil(L, -1) || lua_toboolean(L, -1)) && !eu_faultsim_active;
+  lua_pop(L, 1);
+  /* the kept worlds build their isolates from the setup world's boot
+   * images, in its arenas */
+  if (x->restore && !(x->wo.spares = x->spares = eu_spares_new())) luaL_error(L, "out of memory");
   build_snapshots(L, x);
 
   eu_search_init(&s);
@@ -1480,11 +1490,6 @@ static int l_explore(lua_State *L) {
   s.reduce = s.mode == EU_MODE_DFS && (lua_isnil(L, -1) || lua_toboolean(L, -1));
   lua_pop(L, 1);
   s.sweep = s.mode == EU_MODE_DFS;
-  /* A host fault simulation fails allocations by count: a rewound run
-   * allocates less than a built one, so it builds every run. */
-  lua_getfield(L, 1, "restore");
-  x->restore = (lua_isnil(L, -1) || lua_toboolean(L, -1)) && !eu_faultsim_active;
-  lua_pop(L, 1);
   if (s.mode == EU_MODE_REPLAY && !s.replay) return luaL_error(L, "core.explore: replay needs a schedule");
   jobs = (int)opt_int(L, 1, "jobs", 1);
   s.on_counted = keep_run;

@@ -226,6 +226,23 @@ typedef struct eu_slot {
   size_t len;
 } eu_slot;
 
+/* An arena a rewind took back, or a world gone left, with the image of the
+ * runtime its last object's build loaded: the next build of an object of
+ * the same binding (whose image holds what that binding loads) starts
+ * there. */
+typedef struct spare {
+  eu_arena *arena;
+  void *boot_img;
+  size_t boot_len;
+  int boot_wire_ref;
+  int ns;
+} spare;
+
+struct eu_spares {
+  spare *s;
+  int n, cap;
+};
+
 struct eu_world {
   eu_world_opts o;
   char *libdir, *entry, *projectdir;
@@ -275,11 +292,11 @@ struct eu_world {
   /* checkpoints: the world between steps, each a copy of its own state;
    * objects save theirs when first touched after one (save_object) */
   int ck_on, ck_depth, ck_broken;
+  int in_arenas;  /* isolates live in arenas and keep boot images: ck_on, or spares */
   unsigned ck_serial;
   struct wck *cks;
   int ncks, capcks;
-  struct spare *spare;  /* arenas of objects a rewind forgot, for the next ones */
-  int nspare, capspare;
+  eu_spares spares;  /* arenas of objects a rewind forgot, for the next ones */
   struct berth *berths;  /* eu_world_opts.berths of them, made as needed */
   int nberths;
   uint64_t berth_clock;
@@ -322,14 +339,6 @@ typedef struct berth {
   uint64_t used;      /* berth_clock when an object last woke or was built in it */
 } berth;
 
-/* An arena a rewind took back, with the image of the runtime its last
- * object's build loaded: any object's next build in it starts there. */
-typedef struct spare {
-  eu_arena *arena;
-  void *boot_img;
-  size_t boot_len;
-  int boot_wire_ref;
-} spare;
 
 typedef struct held {
   eu_event ev;
@@ -1179,9 +1188,9 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
     boot_len = b->base_len;
     boot_ref = b->base_wire_ref;
   } else {
-    if (w->ck_on && !o->arena && !(o->arena = take_arena(w, o)))
+    if (w->in_arenas && !o->arena && !(o->arena = take_arena(w, o)))
       return eu_err(err, errlen, EU_ENOMEM, "out of address space for an isolate's arena");
-    io.arena = w->ck_on ? o->arena : NULL;
+    io.arena = w->in_arenas ? o->arena : NULL;
     boot = o->boot_img;
     boot_len = o->boot_len;
     boot_ref = o->boot_wire_ref;
@@ -1206,7 +1215,7 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
     if (!b || b->clean_to < boot_len) eu_arena_load(o->arena, boot, boot_len);
     if (b) b->clean_to = 0;
     o->iso = eu_isolate_in(o->arena);
-    eu_isolate_set_ud(o->iso, o);  /* the image may be another object's */
+    eu_isolate_set_owner(o->iso, o, &w->hooks);  /* the image may be another object's or world's */
     o->wire_error_ref = boot_ref;
   } else if ((rc = eu_isolate_new(&o->iso, &io, err, errlen)) != EU_OK) {
     leave_berth(w, o);
@@ -4072,13 +4081,81 @@ static void save_object(eu_world *w, eu_object *o) {
 }
 
 /* An arena for o, with its boot image when a forgotten object left one. */
+/* A spare of s for an object of binding ns, its image dropped if it was
+ * another binding's; 0 when s has none. */
+static int take_spare(eu_spares *s, int ns, spare *out) {
+  int i, k = s->n - 1;
+  if (s->n == 0) return 0;
+  for (i = s->n - 1; i >= 0; i--)
+    if (s->s[i].ns == ns) {
+      k = i;
+      break;
+    }
+  *out = s->s[k];
+  s->s[k] = s->s[--s->n];
+  if (out->ns != ns) {
+    free(out->boot_img);
+    out->boot_img = NULL;
+    out->boot_len = 0;
+    out->boot_wire_ref = LUA_NOREF;
+  }
+  return 1;
+}
+
+/* Keeps a spare in s; 0 when there is no room for it. */
+static int put_spare(eu_spares *s, const spare *sp) {
+  if (s->n == s->cap) {
+    int cap = s->cap ? s->cap * 2 : 8;
+    spare *a = realloc(s->s, (size_t)cap * sizeof *a);
+    if (!a) return 0;
+    s->s = a;
+    s->cap = cap;
+  }
+  s->s[s->n++] = *sp;
+  return 1;
+}
+
+/* Moves o's arena and boot image into s; 0 when there is no room for them. */
+static int spare_arena(eu_spares *s, eu_object *o) {
+  spare sp;
+  sp.arena = o->arena;
+  sp.boot_img = o->boot_img;
+  sp.boot_len = o->boot_len;
+  sp.boot_wire_ref = o->boot_wire_ref;
+  sp.ns = o->ns;
+  if (!put_spare(s, &sp)) return 0;
+  o->arena = NULL;
+  o->boot_img = NULL;
+  return 1;
+}
+
+eu_spares *eu_spares_new(void) {
+  return calloc(1, sizeof(eu_spares));
+}
+
+static void clear_spares(eu_spares *s) {
+  int i;
+  for (i = 0; i < s->n; i++) {
+    eu_arena_delete(s->s[i].arena);
+    free(s->s[i].boot_img);
+  }
+  free(s->s);
+  memset(s, 0, sizeof *s);
+}
+
+void eu_spares_free(eu_spares *s) {
+  if (!s) return;
+  clear_spares(s);
+  free(s);
+}
+
 static eu_arena *take_arena(eu_world *w, eu_object *o) {
-  if (w->nspare > 0) {
-    spare *s = &w->spare[--w->nspare];
-    o->boot_img = s->boot_img;
-    o->boot_len = s->boot_len;
-    o->boot_wire_ref = s->boot_wire_ref;
-    return s->arena;
+  spare t;
+  if (take_spare(&w->spares, o->ns, &t) || (w->o.spares && take_spare(w->o.spares, o->ns, &t))) {
+    o->boot_img = t.boot_img;
+    o->boot_len = t.boot_len;
+    o->boot_wire_ref = t.boot_wire_ref;
+    return t.arena;
   }
   return eu_arena_new((w->o.mem_limit ? w->o.mem_limit : EU_ISOLATE_MEM_DEFAULT) + EU_ISOLATE_RESERVE);
 }
@@ -4187,24 +4264,10 @@ static void leave_berth(eu_world *w, eu_object *o) {
 /* Takes o's arena and boot image back, for the next object's build. */
 static void give_arena(eu_world *w, eu_object *o) {
   if (!o->arena) return;
-  if (w->nspare == w->capspare) {
-    int cap = w->capspare ? w->capspare * 2 : 8;
-    spare *s = realloc(w->spare, (size_t)cap * sizeof *s);
-    if (!s) {
-      eu_arena_delete(o->arena);
-      o->arena = NULL;
-      return;
-    }
-    w->spare = s;
-    w->capspare = cap;
+  if (!spare_arena(&w->spares, o)) {
+    eu_arena_delete(o->arena);
+    o->arena = NULL;
   }
-  w->spare[w->nspare].arena = o->arena;
-  w->spare[w->nspare].boot_img = o->boot_img;
-  w->spare[w->nspare].boot_len = o->boot_len;
-  w->spare[w->nspare].boot_wire_ref = o->boot_wire_ref;
-  w->nspare++;
-  o->arena = NULL;
-  o->boot_img = NULL;
 }
 
 static void forget_saves(eu_world *w, eu_object *o) {
@@ -4464,16 +4527,18 @@ void eu_world_free(eu_world *w) {
     eu_object *o = w->objects[i];
     close_isolate(w, o);
     if (o->store && !o->store_lent) eu_store_close(o->store);
-    eu_arena_delete(o->arena);
+    /* the next world's builds start from this one's boot images */
+    if (!(o->arena && o->boot_img && w->o.spares && spare_arena(w->o.spares, o))) eu_arena_delete(o->arena);
     forget_saves(w, o);
     free(o->name);
     free(o);
   }
-  for (i = 0; i < w->nspare; i++) {
-    eu_arena_delete(w->spare[i].arena);
-    free(w->spare[i].boot_img);
-  }
-  free(w->spare);
+  for (i = 0; i < w->spares.n; i++)
+    if (!(w->spares.s[i].boot_img && w->o.spares && put_spare(w->o.spares, &w->spares.s[i]))) {
+      eu_arena_delete(w->spares.s[i].arena);
+      free(w->spares.s[i].boot_img);
+    }
+  free(w->spares.s);
   for (i = 0; i < w->nberths; i++) {
     eu_arena_delete(w->berths[i].arena);
     free(w->berths[i].base);
@@ -4648,6 +4713,7 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
   eu_prng_seed(&w->prng, o->seed);
   w->step = -1;
   w->ck_on = o->checkpoints;
+  w->in_arenas = o->checkpoints || (o->spares && o->berths == 0);
   w->hooks.ud = w;
   w->hooks.now_ms = now_abs;
   w->hooks.elapsed_ms = elapsed;

@@ -44,6 +44,15 @@ enum {
 /* Returns an index in [0, n). label says where the decision is made. */
 typedef int (*eu_choose_fn)(void *ud, int kind, int n, const char *label);
 
+/* Isolates' arenas kept from worlds gone, each with the image of the
+ * runtime as its last build loaded it (before any object's code ran), for
+ * the next worlds of the same scenario and options to build their isolates
+ * from (eu_world_opts.spares): the checker's setup world leaves them to its
+ * kept worlds. */
+typedef struct eu_spares eu_spares;
+eu_spares *eu_spares_new(void);
+void eu_spares_free(eu_spares *s);
+
 typedef struct eu_world_opts {
   const char *libdir;       /* eutaxy's Lua modules */
   const char *entry;        /* the worker module's file */
@@ -120,6 +129,10 @@ typedef struct eu_world_opts {
   /* Keep checkpoints (eu_world_checkpoint): objects' isolates live in
    * arenas, and their stores must come from a provider in baseline mode. */
   int checkpoints;
+  /* With checkpoints: where the arenas of isolates come from, when a world
+   * gone left some, and go back to with the world (NULL: made and deleted
+   * with it). */
+  eu_spares *spares;
   /* Keep idle objects' heaps small (serve): objects' isolates live in this
    * many arenas, one awake in each; the heaps of the others are packed as
    * deltas from what every isolate of their arena started from, and woken
