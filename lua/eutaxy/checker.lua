@@ -11,15 +11,16 @@ local http = require "eutaxy.http"
 local ids = require "eutaxy.id"
 local json = require "eutaxy.json"
 local limits = require "eutaxy.limits"
-local merge = require "eutaxy.merge"
 local seed = require "eutaxy.seed"
 local sim = require "eutaxy.check"
 
 local checker = {}
 
 -- The usage printed on a mistake and for --help: lua/eutaxy/help.lua holds
--- every command's text, flags included.
-local USAGE = (require("eutaxy.help").text("check"):gsub("\n$", ""))
+-- every command's text, flags included, and is loaded only then.
+local function usage()
+  return (require("eutaxy.help").text("check"):gsub("\n$", ""))
+end
 
 
 local EXIT = { BOUNDED = 0, VIOLATED = 1, NONDETERMINISTIC = 1, INCONCLUSIVE = 3 }
@@ -1160,7 +1161,7 @@ end
 -- The report of `--merge`: the shards' reports added up (eutaxy.merge),
 -- in the shape run_check gives, so it prints as any report does.
 local function run_merge(o)
-  local ok, m = pcall(merge.shards, o.files)
+  local ok, m = pcall(require("eutaxy.merge").shards, o.files)
   if not ok then bad("--merge: %s", tostring(m)) end
   local d = m.doc
   local bt = d.bounds or {}
@@ -1330,11 +1331,11 @@ end
 function checker.main(argv)
   local ok, o = pcall(parse_args, argv)
   if not ok then
-    io.stderr:write("eutaxy check: ", getmetatable(o) == Bad and o.message or tostring(o), "\n\n", USAGE, "\n")
+    io.stderr:write("eutaxy check: ", getmetatable(o) == Bad and o.message or tostring(o), "\n\n", usage(), "\n")
     return 2
   end
   if o.help then
-    io.stdout:write(USAGE, "\n")
+    io.stdout:write(usage(), "\n")
     return 0
   end
   local r
