@@ -15,7 +15,9 @@
  * have a fault to spend. A budget that allows one run per point and kind
  * ends with each of them tried, however deep the tree under the first
  * schedule is. The tree does not count those runs again: a run is named by
- * its order decisions and the faults it took (run_key), whatever its cap.
+ * its order decisions and the faults it took (run_key), whatever its cap;
+ * and it plays them back from the sweep's logs rather than run them again
+ * where its reducer would make the same decisions (reuse, below).
  *
  * Shards split the runs by their faults. A run's fault set (each fault's
  * point, kind and causal past: reduce.h) is the same in every order of its
@@ -121,10 +123,27 @@ void eu_chooser_begin(eu_chooser *c, eu_world *w) {
   c->fault_set = 0;
   c->world = w;
   if (c->red) eu_reducer_begin_run(c->red);
+  if (c->log) eu_buf_reset(c->log);
+}
+
+/* The log of a run's calls (eu_chooser.log): entries of a tag byte and
+ * their arguments, as the calls made them. */
+enum { LOG_STEP = 'S', LOG_CHOOSE = 'C', LOG_END = 'E' };
+
+static void log_put(eu_chooser *c, const void *p, size_t n) {
+  if (c->log && eu_buf_put(c->log, p, n) != EU_OK) c->log = NULL;  /* lost: the run is not kept */
 }
 
 int eu_chooser_step(void *ud, const eu_tie *ties, int n, int64_t at) {
   eu_chooser *c = ud;
+  if (c->log) {
+    unsigned char tag = LOG_STEP;
+    int k = n > EU_MAX_ARITY ? EU_MAX_ARITY : n;
+    log_put(c, &tag, 1);
+    log_put(c, &k, sizeof k);
+    log_put(c, &at, sizeof at);
+    log_put(c, ties, (size_t)k * sizeof *ties);
+  }
   if (!c->red) return 0;
   if (eu_reducer_step(c->red, ties, n, at, c->path.len)) {
     c->blocked = 1;
@@ -135,7 +154,16 @@ int eu_chooser_step(void *ud, const eu_tie *ties, int n, int64_t at) {
 
 void eu_chooser_step_end(void *ud, const eu_fp *fp) {
   eu_chooser *c = ud;
+  if (c->log) {
+    unsigned char tag = LOG_END;
+    log_put(c, &tag, 1);
+    log_put(c, fp, sizeof *fp);
+  }
   if (c->red) eu_reducer_step_end(c->red, fp);
+}
+
+int eu_chooser_steps(const eu_chooser *c) {
+  return c->red != NULL || (c->log != NULL && c->log_steps);
 }
 
 int eu_trail_keep(eu_trail *t, const eu_chooser *c) {
@@ -151,6 +179,8 @@ int eu_trail_keep(eu_trail *t, const eu_chooser *c) {
   }
   if (len) memcpy(t->allow, c->allow, (size_t)len * sizeof *t->allow);
   t->has_labels = c->labels_on;
+  eu_buf_reset(&t->log);
+  t->has_log = c->log != NULL && eu_buf_put(&t->log, c->log->p, c->log->n) == EU_OK;
   if (len && t->has_labels) {
     int n = len < c->caplabels ? len : c->caplabels;  /* order decisions past the last fault note none */
     if (n > 0) memcpy(t->labels, c->labels, (size_t)n * sizeof *t->labels);
@@ -161,13 +191,19 @@ int eu_trail_keep(eu_trail *t, const eu_chooser *c) {
 
 void eu_trail_free(eu_trail *t) {
   eu_choices_free(&t->path);
+  eu_buf_free(&t->log);
   free(t->allow);
   free(t->labels);
   memset(t, 0, sizeof *t);
 }
 
-int eu_chooser_resume(eu_chooser *c, const eu_trail *t, int len, int struck, uint64_t fault_set) {
+int eu_chooser_resume(eu_chooser *c, const eu_trail *t, int len, int struck, uint64_t fault_set, size_t log_len) {
   int i;
+  if (c->log) {
+    eu_buf_reset(c->log);
+    if (!t->has_log || log_len > t->log.n || (log_len && eu_buf_put(c->log, t->log.p, log_len) != EU_OK))
+      c->log = NULL;
+  }
   if (len > t->path.len || (c->labels_on && len > 0 && !t->has_labels)) return EU_EINVAL;
   if (len > c->capallow) {
     uint64_t *a = realloc(c->allow, (size_t)len * sizeof *a);
@@ -302,6 +338,16 @@ int eu_chooser_choose(void *ud, int kind, int n, const char *label) {
   if (kind == EU_CHOICE_FAULT && pick > 0) {
     c->struck++;
     c->fault_set += fault_mark(label, pick, past);
+  }
+  if (c->log) {
+    unsigned char tag = LOG_CHOOSE;
+    int len = label ? (int)strlen(label) : -1;
+    log_put(c, &tag, 1);
+    log_put(c, &kind, sizeof kind);
+    log_put(c, &n, sizeof n);
+    log_put(c, &pick, sizeof pick);
+    log_put(c, &len, sizeof len);
+    if (len > 0) log_put(c, label, (size_t)len);
   }
   return pick;
 }
@@ -569,13 +615,158 @@ static int hold(held *h, const eu_chooser *c, int cap, int faults, uint64_t even
   return EU_OK;
 }
 
+/* ---- reuse --------------------------------------------------------------
+ *
+ * The tree runs again every run of the sweep at its cap (the sweep has no
+ * reducer, and the tree's reducer must see each run of the tree). A run is
+ * a function of its decisions: the same calls on its chooser come back
+ * while the chooser answers them the same way. So the sweep keeps a log of
+ * each run's calls (its steps with their tied events, its decisions with
+ * their labels, its footprints), by cap and prefix; when the tree starts a
+ * run with that cap and prefix, the log is played to the tree's chooser and
+ * reducer as the world would have made the calls, and each of the
+ * chooser's answers is compared with the run's. All the same: the tree's
+ * run is the logged one, and it is not run. One differs (the reducer took
+ * another branch, as its sleep sets may): the play stops and the run is
+ * run. The reducer's footprints are the world's own, so the logged runs
+ * report their steps as the tree's do (eu_chooser.log_steps). A run the
+ * tree would count is run too: counting takes the coverage the run notes,
+ * which a log does not hold (the sweep's runs are counted by the sweep). */
+
+#define LOG_BUCKETS 1024
+#define LOG_BUDGET ((size_t)64 << 20)  /* bytes of logs kept at once; past it, runs are not logged */
+
+typedef struct runlog {
+  int cap, v, faults;
+  eu_choices prefix;
+  eu_buf calls;
+  struct runlog *next;
+} runlog;
+
 /* What the sweep keeps for the whole search: the runs it counted, the
- * fault points and kinds some run struck, a violation it found. */
+ * fault points and kinds some run struck, a violation it found, the logs
+ * of its runs. */
 typedef struct sweeper {
   keyset runs;      /* run_key of every run the sweep counted: the tree skips them */
   keyset tried;     /* (point, branches, kind) some run struck */
   held h;
+  runlog **logs;    /* LOG_BUCKETS chains, or NULL: no reuse */
+  size_t log_bytes;
 } sweeper;
+
+static unsigned log_bucket(int cap, const eu_choices *prefix) {
+  uint64_t h = eu_mix64((uint64_t)cap, prefix->len ? eu_hash64(prefix->c, (size_t)prefix->len, 7) : 0);
+  return (unsigned)(h % LOG_BUCKETS);
+}
+
+static void free_log(runlog *l) {
+  eu_choices_free(&l->prefix);
+  eu_buf_free(&l->calls);
+  free(l);
+}
+
+static void free_logs(sweeper *sw) {
+  int i;
+  if (!sw->logs) return;
+  for (i = 0; i < LOG_BUCKETS; i++)
+    while (sw->logs[i]) {
+      runlog *l = sw->logs[i];
+      sw->logs[i] = l->next;
+      free_log(l);
+    }
+  free(sw->logs);
+  sw->logs = NULL;
+}
+
+/* Keeps the log c's run made, with its outcome; the run must be whole. */
+static void keep_log(sweeper *sw, eu_chooser *c, const eu_choices *prefix, int cap, int v, int faults) {
+  runlog *l;
+  unsigned b;
+  if (!sw->logs || !c->log || c->mismatch || c->blocked || v < 0) return;
+  if (!(l = calloc(1, sizeof *l))) return;
+  if (choices_copy(&l->prefix, prefix) != EU_OK) {
+    free_log(l);
+    return;
+  }
+  l->cap = cap;
+  l->v = v;
+  l->faults = faults;
+  l->calls = *c->log;
+  eu_buf_init(c->log);
+  b = log_bucket(cap, prefix);
+  l->next = sw->logs[b];
+  sw->logs[b] = l;
+  sw->log_bytes += l->calls.n;
+}
+
+/* The log of the run with this cap and prefix, taken out of the store. */
+static runlog *take_log(sweeper *sw, int cap, const eu_choices *prefix) {
+  runlog **at;
+  if (!sw->logs) return NULL;
+  for (at = &sw->logs[log_bucket(cap, prefix)]; *at; at = &(*at)->next) {
+    runlog *l = *at;
+    if (l->cap == cap && l->prefix.len == prefix->len &&
+        (prefix->len == 0 || memcmp(l->prefix.c, prefix->c, (size_t)prefix->len) == 0)) {
+      *at = l->next;
+      sw->log_bytes -= l->calls.n;
+      return l;
+    }
+  }
+  return NULL;
+}
+
+/* Plays l to c as its run would have made the calls: 1 when c answered as
+ * the logged run's chooser did all the way (or its reducer blocked the
+ * run on the way, as it would have), 0 when an answer differed. */
+static int play_log(eu_chooser *c, const runlog *l) {
+  const unsigned char *p = (const unsigned char *)l->calls.p, *end = p + l->calls.n;
+  eu_chooser_begin(c, NULL);
+  while (p < end) {
+    unsigned char tag = *p++;
+    if (tag == LOG_STEP) {
+      eu_tie ties[EU_MAX_ARITY];
+      int k;
+      int64_t at;
+      memcpy(&k, p, sizeof k);
+      p += sizeof k;
+      memcpy(&at, p, sizeof at);
+      p += sizeof at;
+      memcpy(ties, p, (size_t)k * sizeof *ties);
+      p += (size_t)k * sizeof *ties;
+      if (eu_chooser_step(c, ties, k, at)) return 1;
+    } else if (tag == LOG_CHOOSE) {
+      int kind, n, pick, len;
+      char label[512];
+      const char *lp = NULL;
+      memcpy(&kind, p, sizeof kind);
+      p += sizeof kind;
+      memcpy(&n, p, sizeof n);
+      p += sizeof n;
+      memcpy(&pick, p, sizeof pick);
+      p += sizeof pick;
+      memcpy(&len, p, sizeof len);
+      p += sizeof len;
+      if (len >= 0) {
+        if ((size_t)len >= sizeof label) return 0;
+        memcpy(label, p, (size_t)len);
+        label[len] = '\0';
+        p += len;
+        lp = label;
+      }
+      if (eu_chooser_choose(c, kind, n, lp) != pick) return c->blocked;
+      if (c->blocked) return 1;
+      if (c->mismatch) return 0;
+    } else if (tag == LOG_END) {
+      eu_fp fp;
+      memcpy(&fp, p, sizeof fp);
+      p += sizeof fp;
+      eu_chooser_step_end(c, &fp);
+    } else {
+      return 0;
+    }
+  }
+  return 1;
+}
 
 static uint64_t pair_key(const eu_chooser *c, int i, int b) {
   return eu_mix64(c->labels[i], ((uint64_t)c->path.n[i] << 8) | (uint64_t)b);
@@ -610,10 +801,17 @@ static int deviations(eu_search *s, eu_run_fn fn, void *ud, sweeper *sw, prefixe
   int head = 0, rc = EU_OK;
   while (head < q->n && rc == EU_OK && !expired(s) && !*found_faults) {
     eu_chooser c;
+    eu_buf calls;
     int faults = 0, v, from = q->p[head].len;
     eu_chooser_init(&c, EU_MODE_DFS, 0);
+    eu_buf_init(&calls);
     c.labels_on = 1;
     c.cap = cap;
+    /* no tree reaches the cap of a violation the sweep holds */
+    if (sw->logs && sw->log_bytes < LOG_BUDGET && !sw->h.on) {
+      c.log = &calls;
+      c.log_steps = s->reduce;
+    }
     if (choices_copy(&c.prefix, &q->p[head++]) != EU_OK) {
       eu_chooser_free(&c);
       return eu_err(err, errlen, EU_ENOMEM, "out of memory");
@@ -621,6 +819,8 @@ static int deviations(eu_search *s, eu_run_fn fn, void *ud, sweeper *sw, prefixe
     v = fn(ud, &c, s->events, cap, &faults, err, errlen);
     s->runs++;
     s->swept++;
+    keep_log(sw, &c, &q->p[head - 1], cap, v, faults);
+    eu_buf_free(&calls);
     if (v < 0) {
       rc = v;
     } else if ((!in_tree || faults == cap) && keyset_add(&sw->runs, run_key(&c.path)) > 0 &&
@@ -803,12 +1003,25 @@ static int subtree(eu_search *s, eu_run_fn fn, void *ud, int cap, const eu_choic
     return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   }
   do {
-    int faults = 0, v;
+    int faults = 0, v, played = 0;
+    runlog *l;
     if (expired(s)) {
       *outcome = TREE_EXPIRED;
       break;
     }
-    v = fn(ud, &c, s->events, cap, &faults, err, errlen);
+    if (sw && (l = take_log(sw, cap, &c.prefix)) != NULL) {
+      if (c.red) eu_reducer_play_begin(c.red);
+      played = play_log(&c, l);
+      v = l->v;
+      faults = l->faults;
+      /* a run the tree would count is run: counting takes its notes */
+      if (played && !c.blocked && !(faults < cap && cap > s->min_faults) && !keyset_has(&sw->runs, run_key(&c.path)))
+        played = 0;
+      if (!played && c.red) eu_reducer_play_end(c.red);
+      free_log(l);
+    }
+    if (played) s->reused++;
+    else v = fn(ud, &c, s->events, cap, &faults, err, errlen);
     s->runs++;
     if (v < 0) {
       rc = v;
@@ -816,12 +1029,15 @@ static int subtree(eu_search *s, eu_run_fn fn, void *ud, int cap, const eu_choic
     }
     if (c.blocked) {
       s->blocked++;
+      if (played && c.red) eu_reducer_play_end(c.red);
       continue;
     }
     if (c.red && v != 1 && (rc = eu_reducer_end_run(c.red)) != EU_OK) {
+      if (played) eu_reducer_play_end(c.red);
       rc = eu_err(err, errlen, rc, "out of memory");
       break;
     }
+    if (played && c.red) eu_reducer_play_end(c.red);
     /* A fault point this run reached that no run struck yet, with a kind
      * it offered: tried now, before the tree goes on, so that a budget that
      * ends the tree still finds every point and kind tried. */
@@ -883,6 +1099,7 @@ static int search_dfs(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t er
   sweeper sw;
   int cap, rc = EU_OK, outcome = TREE_DONE, sweeping = s->sweep && s->max_faults > 0 && s->min_faults == 0;
   memset(&sw, 0, sizeof sw);
+  if (sweeping && s->reuse && s->shard_n <= 1) sw.logs = calloc(LOG_BUCKETS, sizeof *sw.logs);
   if (sweeping) rc = sweep(s, fn, ud, &sw, err, errlen);
   /* A violation the sweep found stands unless one with fewer faults is found first. */
   for (cap = s->min_faults; rc == EU_OK && cap <= s->max_faults && outcome == TREE_DONE; cap++) {
@@ -892,6 +1109,7 @@ static int search_dfs(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t er
   }
   free(sw.runs.slot);
   free(sw.tried.slot);
+  free_logs(&sw);
   if (rc != EU_OK) return rc;
   if (outcome == TREE_FOUND) return EU_OK;
   if (sw.h.on) {

@@ -59,6 +59,12 @@ typedef struct eu_chooser {
   uint64_t *labels;       /* [i]: the point of fault decision i, hashed */
   int caplabels;
   int blocked;            /* the reducer stopped the run: every way on was covered */
+  /* When set, the run's calls on the chooser (its steps, decisions and
+   * footprints) are appended here, to be played back to another chooser in
+   * place of the run (explore.c: reuse); with log_steps the world reports
+   * its steps to the chooser as it does to a reducer's. */
+  eu_buf *log;
+  int log_steps;
 } eu_chooser;
 
 /* Frees a sequence's arrays and empties it. */
@@ -73,6 +79,8 @@ int eu_chooser_choose(void *ud, int kind, int n, const char *label);
 /* The world's on_step and on_step_end, for a chooser with a reducer. */
 int eu_chooser_step(void *ud, const eu_tie *ties, int n, int64_t at);
 void eu_chooser_step_end(void *ud, const eu_fp *fp);
+/* Whether the world must report its steps (on_step, on_step_end). */
+int eu_chooser_steps(const eu_chooser *c);
 /* After a dfs run: moves the prefix to the next branch, never above
  * position floor (the root of the subtree explored); 0 when it is done. */
 int eu_chooser_backtrack(eu_chooser *c, int floor);
@@ -80,15 +88,19 @@ int eu_chooser_backtrack(eu_chooser *c, int floor);
 /* A run's decisions, kept so that a later run with the same start can
  * begin at a checkpoint of it (a world rewound there) instead of running up
  * to it again: eu_chooser_resume, after eu_chooser_begin, takes the first
- * len decisions as made, with the faults struck by then. */
+ * len decisions as made, with the faults struck by then, and the first
+ * log_len bytes of the run's log for a chooser that logs ((size_t)-1: the
+ * run kept none, and the new run's log would lack its start: none is kept). */
 typedef struct eu_trail {
   eu_choices path;
   uint64_t *allow, *labels;
   int cap, has_labels;
+  eu_buf log;
+  int has_log;
 } eu_trail;
 int eu_trail_keep(eu_trail *t, const eu_chooser *c);
 void eu_trail_free(eu_trail *t);
-int eu_chooser_resume(eu_chooser *c, const eu_trail *t, int len, int struck, uint64_t fault_set);
+int eu_chooser_resume(eu_chooser *c, const eu_trail *t, int len, int struck, uint64_t fault_set, size_t log_len);
 
 /* Schedule strings. events is a mask of kept events (bit i: event i+1). */
 int eu_schedule_format(char *out, size_t n, int fault_cap, uint64_t events, const eu_choices *ch);
@@ -115,6 +127,12 @@ typedef struct eu_search {
   int reduce;             /* dfs: partial-order reduction (reduce.h) */
   int sweep;              /* dfs: try every fault point with every kind first */
   int min_faults;         /* start the fault count here (shrinking reuses what it knows) */
+  /* dfs: a run of the tree that the sweep ran already, at the same cap, is
+   * played back from the sweep's log of it instead of run again. Only where
+   * a run is a function of its decisions alone: the run function's owner
+   * says so (not with turn checks, whose footprints depend on what earlier
+   * runs reached), and not in shards. */
+  int reuse;
   /* The run function's owner may keep what it notes of each run (coverage):
    * on_counted says the run just done counts as a schedule; a parallel worker
    * sends what export writes, and the parent hands it to merge. Each may be NULL. */
@@ -137,6 +155,7 @@ typedef struct eu_search {
   long races;             /* races it reversed */
   long split_runs;        /* runs a shard spent on the frontier */
   long swept;             /* runs of the sweep (counted among the schedules too) */
+  long reused;            /* runs played back from the sweep's logs (among runs) */
   char schedule[4096];    /* the violating schedule */
   int faults;             /* its fault count */
 } eu_search;

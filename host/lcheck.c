@@ -94,6 +94,7 @@ typedef struct rck {
   uint64_t fault_set;
   eu_reducer_pos rpos;
   int has_rpos;
+  size_t log_len;           /* the run's log by then (eu_chooser.log), or (size_t)-1 */
   eu_buf drive;
   int nnotes;
   long rstep;
@@ -161,6 +162,8 @@ typedef struct xctx {
   int rskip;                /* the run starts at a checkpoint it need not take again */
   int rbroken;              /* a checkpoint failed: the world is not kept */
   long rebuilt, rewound, rsteps;  /* worlds built for runs, runs rewound, checkpoints taken */
+  int rfirst;               /* no step of the kept world has run yet */
+  int rsteps_on;            /* its last run's steps were reported (eu_chooser_steps) */
   long rstep;               /* steps of the run that could have had a checkpoint */
   eu_drive rdrive;          /* the drive of the kept world's runs */
   int restore_given_up;     /* an arena ran out: the rest of the search builds its worlds */
@@ -1092,8 +1095,7 @@ static void drop_world(xctx *x) {
 }
 
 /* The drive's hook before each step: a checkpoint of the kept world. */
-static int at_step(void *ud) {
-  xctx *x = ud;
+static int keep_step(xctx *x) {
   eu_chooser *ch = x->rch;
   rck *k;
   if (x->rskip) {
@@ -1139,6 +1141,8 @@ static int at_step(void *ud) {
   k->checks = x->run_checks;
   k->rstep = x->rstep;
   k->has_rpos = ch->red != NULL;
+  /* before the world's first step a run has logged nothing, logging or not */
+  k->log_len = ch->log ? ch->log->n : x->rfirst ? 0 : (size_t)-1;
   eu_buf_reset(&k->drive);
   if (eu_world_checkpoint(x->rw) != EU_OK || (ch->red && eu_reducer_mark(ch->red, &k->rpos) != EU_OK) ||
       eu_drive_save(&x->rdrive, &x->rst, &k->drive) != EU_OK) {
@@ -1150,14 +1154,22 @@ static int at_step(void *ud) {
   return EU_OK;
 }
 
+static int at_step(void *ud) {
+  xctx *x = ud;
+  int rc = keep_step(x);
+  x->rfirst = 0;
+  return rc;
+}
+
 /* The checkpoint a run with this chooser starts at: the deepest one whose
  * decisions so far its prefix repeats, or the first (before any step)
- * when the last run's were made under another cap, reducer or shard. */
+ * when the last run's were made under another cap, reducer or shard, or
+ * with its steps reported where this one's are not, or the other way. */
 static int pick_checkpoint(xctx *x, const eu_chooser *ch, int cap) {
   int common = 0, j;
   const eu_choices *old = &x->rtrail.path;
   if (cap != x->rcap || ch->labels_on != x->rlabels || ch->own_k != x->rown_k || ch->own_n != x->rown_n ||
-      eu_reducer_serial(ch->red) != x->rred)
+      eu_reducer_serial(ch->red) != x->rred || eu_chooser_steps(ch) != x->rsteps_on)
     return 0;
   while (common < ch->prefix.len && common < old->len && ch->prefix.c[common] == old->c[common]) common++;
   for (j = x->nrcks - 1; j > 0 && x->rcks[j].pathlen > common; j--) {}
@@ -1198,6 +1210,7 @@ static int start_kept(xctx *x, eu_chooser *ch, const eu_world_opts *o, uint64_t 
     x->rstep = 0;
     x->nrcks = 0;
     x->rskip = 0;
+    x->rfirst = 1;
     x->nnotes = 0;
     x->rebuilt++;
     eu_chooser_begin(ch, x->rw);
@@ -1205,7 +1218,7 @@ static int start_kept(xctx *x, eu_chooser *ch, const eu_world_opts *o, uint64_t 
     const rck *k = &x->rcks[j];
     eu_world_retarget(x->rw, o);
     eu_chooser_begin(ch, x->rw);
-    if (eu_chooser_resume(ch, &x->rtrail, k->pathlen, k->struck, k->fault_set) != EU_OK ||
+    if (eu_chooser_resume(ch, &x->rtrail, k->pathlen, k->struck, k->fault_set, k->log_len) != EU_OK ||
         (j > 0 && ch->red && k->has_rpos && eu_reducer_rewind(ch->red, &k->rpos) != EU_OK)) {
       drop_world(x);
       return start_kept(x, ch, o, events, cap, trace, err, errlen);
@@ -1225,6 +1238,7 @@ static int start_kept(xctx *x, eu_chooser *ch, const eu_world_opts *o, uint64_t 
   x->rown_k = ch->own_k;
   x->rown_n = ch->own_n;
   x->rred = eu_reducer_serial(ch->red);
+  x->rsteps_on = eu_chooser_steps(ch);
   return EU_OK;
 }
 
@@ -1254,7 +1268,7 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
     o.on_commit = check_turn;
     o.on_commit_ud = x;
   }
-  if (ch->red) {
+  if (eu_chooser_steps(ch)) {
     o.on_step = eu_chooser_step;
     o.on_step_end = eu_chooser_step_end;
     o.step_ud = ch;
@@ -1490,6 +1504,9 @@ static int l_explore(lua_State *L) {
   s.reduce = s.mode == EU_MODE_DFS && (lua_isnil(L, -1) || lua_toboolean(L, -1));
   lua_pop(L, 1);
   s.sweep = s.mode == EU_MODE_DFS;
+  /* Turn checks read what earlier runs reached (the sometimes probes): a
+   * run is then not a function of its decisions alone, nor played back. */
+  s.reuse = x->restore && !x->turn_idx;
   if (s.mode == EU_MODE_REPLAY && !s.replay) return luaL_error(L, "core.explore: replay needs a schedule");
   jobs = (int)opt_int(L, 1, "jobs", 1);
   s.on_counted = keep_run;
@@ -1568,6 +1585,7 @@ static int l_explore(lua_State *L) {
   lua_setfield(L, -2, "restore");
   set_count(L, "worldsBuilt", x->rebuilt);
   set_count(L, "runsRewound", x->rewound);
+  set_count(L, "runsReused", s.reused);
   if (s.verdict == EU_VIOLATED || s.mode == EU_MODE_REPLAY) {
     lua_pushstring(L, s.schedule);
     lua_setfield(L, -2, "schedule");

@@ -101,6 +101,8 @@ struct eu_reducer {
   int capnodes;
   rstep *steps;
   int nsteps, capsteps;
+  rstep *kept;               /* while a run is played back: the steps of the */
+  int nkept, capkept;        /* run before it, which checkpoints' marks name */
   sleepset sleep;            /* the current one */
   eu_tie ties[EU_MAX_ARITY];
   int nties, pos;
@@ -162,10 +164,25 @@ void eu_reducer_free(eu_reducer *r) {
   for (i = 0; i < r->capnodes; i++) free_node(r->nodes[i]);
   free(r->nodes);
   free(r->steps);
+  free(r->kept);
   free(r->sleep.s);
   free(r->bits);
   free(r);
 }
+
+static void swap_steps(eu_reducer *r) {
+  rstep *a = r->steps;
+  int n = r->nsteps, cap = r->capsteps;
+  r->steps = r->kept;
+  r->nsteps = r->nkept;
+  r->capsteps = r->capkept;
+  r->kept = a;
+  r->nkept = n;
+  r->capkept = cap;
+}
+
+void eu_reducer_play_begin(eu_reducer *r) { swap_steps(r); }
+void eu_reducer_play_end(eu_reducer *r) { swap_steps(r); }
 
 long eu_reducer_races(const eu_reducer *r) { return r->races; }
 

@@ -123,6 +123,12 @@ unsigned long eu_reducer_serial(const eu_reducer *r);  /* 0 for NULL */
 int eu_reducer_rewind(eu_reducer *r, const eu_reducer_pos *at);
 void eu_reducer_pos_free(eu_reducer_pos *at);
 
+/* A run played back from a log of its calls (explore.c) rather than run:
+ * between these, its steps go elsewhere than the steps of the run before
+ * it, which the marks of a checkpoint of that run point into. */
+void eu_reducer_play_begin(eu_reducer *r);
+void eu_reducer_play_end(eu_reducer *r);
+
 /* Counters for the report: races reversed, runs blocked by sleep sets. */
 long eu_reducer_races(const eu_reducer *r);
 

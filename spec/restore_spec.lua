@@ -1,6 +1,8 @@
 --- The restorer (host/lcheck.c: one world kept for the whole search and
--- rewound to a checkpoint before each run), tested against building every
--- run's world from scratch (--no-restore): the two must write the same
+-- rewound to a checkpoint before each run; and host/explore.c's reuse: a
+-- run of the tree that the sweep ran already played back from the sweep's
+-- log of it, not run), tested against building every run's world from
+-- scratch and running every run (--no-restore): the two must write the same
 -- --json report, field for field, on every example scenario, on random
 -- scenarios (spec/fixtures/por-random/generate.lua, one per seed) with
 -- reduction, with --no-reduction and with --check-determinism, and on the
@@ -9,12 +11,14 @@
 -- What may differ, and is removed before the reports are compared:
 --   counts.elapsedMs, counts.elapsedMsSum   the wall clock (the sum is in
 --                                           merged reports only)
---   counts.worldsBuilt, counts.runsRewound  the restorer's own counts,
---                                           asserted on their own: a
+--   counts.worldsBuilt, counts.runsRewound, the restorer's own counts,
+--   counts.runsReused                       asserted on their own: a
 --                                           restored search of more than
 --                                           one run rewound at least once,
---                                           and --no-restore builds a world
---                                           for every run and rewinds none
+--                                           --no-restore builds a world
+--                                           for every run, rewinds none and
+--                                           plays none back, and the
+--                                           restored checks played back some
 -- Everything else (verdict, schedule, counts, coverage, violation, rows,
 -- trace, timeline, faults, end states, fingerprint) must be equal. Every
 -- search gets a budget it cannot reach: a budget that ran out in one mode
@@ -77,7 +81,7 @@ end
 
 local EXIT = { BOUNDED = 0, VIOLATED = 1, NONDETERMINISTIC = 1, INCONCLUSIVE = 3 }
 
-local DROPPED = { "elapsedMs", "elapsedMsSum", "worldsBuilt", "runsRewound" }
+local DROPPED = { "elapsedMs", "elapsedMsSum", "worldsBuilt", "runsRewound", "runsReused" }
 
 local function comparable(doc)
   local copy = {}
@@ -121,7 +125,8 @@ local function describe_run(r)
     r.doc and "" or ("\n  stdout: " .. r.out:sub(1, 2000) .. "\n  stderr: " .. r.err:sub(1, 2000)))
 end
 
-local summary = { checks = 0, runs = 0, rewound = 0, built = 0, replays = 0, determinism = 0, verdicts = {} }
+local summary = { checks = 0, runs = 0, rewound = 0, built = 0, reused = 0, replays = 0, determinism = 0,
+                  verdicts = {} }
 
 -- Nil when the restored check r and the rebuilt one n agree, else why not.
 local function disagreement(r, n)
@@ -148,11 +153,15 @@ local function disagreement(r, n)
     why[#why + 1] = string.format("--no-restore kept a world: counts.worldsBuilt %s for %s runs, counts.runsRewound %s",
       show(nc.worldsBuilt), show(nc.runs), show(nc.runsRewound))
   end
+  if nc.runsReused ~= 0 then
+    why[#why + 1] = "--no-restore played runs back: counts.runsReused " .. show(nc.runsReused)
+  end
   if #why > 0 then return table.concat(why, "\n") .. "\n" .. both_runs end
   summary.checks = summary.checks + 1
   summary.runs = summary.runs + (rc.runs or 0)
   summary.rewound = summary.rewound + rc.runsRewound
   summary.built = summary.built + rc.worldsBuilt
+  summary.reused = summary.reused + (rc.runsReused or 0)
   summary.verdicts[r.doc.verdict] = (summary.verdicts[r.doc.verdict] or 0) + 1
   return nil
 end
@@ -241,8 +250,11 @@ describe("the restored check against --no-restore on random scenarios", function
     for v, k in pairs(summary.verdicts) do verdicts[#verdicts + 1] = k .. " " .. v end
     table.sort(verdicts)
     io.stdout:write(string.format("# restore: %d checks agreed (%s), %d with --check-determinism, %d replays; "
-      .. "restored, %d runs in all: %d rewound, %d worlds built\n", summary.checks, table.concat(verdicts, ", "),
-      summary.determinism, summary.replays, summary.runs, summary.rewound, summary.built))
+      .. "restored, %d runs in all: %d rewound, %d played back, %d worlds built\n", summary.checks,
+      table.concat(verdicts, ", "), summary.determinism, summary.replays, summary.runs, summary.rewound,
+      summary.reused, summary.built))
+    -- the fixed lease pool alone plays back every run of its sweep
+    if not VALGRIND then assert.is_true(summary.reused > 0, "no run was played back") end
     if #SEEDS.list >= 50 then
       assert.is_true((summary.verdicts.VIOLATED or 0) >= 5, "few checks VIOLATED")
       assert.is_true(summary.rewound >= summary.runs // 2, summary.rewound .. " of " .. summary.runs .. " rewound")
