@@ -85,6 +85,14 @@ static uint64_t vq(lua_State *L, lua_State *W, int i, int *ok) {
     }
   case LUA_TLIGHTUSERDATA: return eu_mix64(6, (uint64_t)(uintptr_t)lua_touserdata(L, i));
   case LUA_TSTRING: return eu_mix64(8 + (uint64_t)t, (uint64_t)(uintptr_t)lua_topointer(L, i));
+  case LUA_TFUNCTION:
+    /* a C function without upvalues holds nothing a turn can change: its
+     * identity is all of it (the libraries' functions, most of a heap's) */
+    if (lua_iscfunction(L, i)) {
+      if (lua_getupvalue(L, i, 1) == NULL) return eu_mix64(8 + (uint64_t)t, (uint64_t)(uintptr_t)lua_topointer(L, i));
+      lua_pop(L, 1);
+    }
+    /* fall through */
   default:
     p = lua_topointer(L, i);
     if ((fresh = seen_add(p)) < 0) *ok = 0;
