@@ -289,6 +289,10 @@ struct eu_world {
   uint64_t draws, step_draws;     /* PRNG draws, in all and when the step began */
   uint64_t worker_print;          /* the worker's fingerprint after its last turn */
   int worker_printed;
+  /* before its first turn of a run, the worker's heap is the one the world
+   * started with (what it holds for tasks is left out of a print), in every
+   * run a kept world rewinds to its start: printed once, not rewound */
+  uint64_t worker_print0;
   /* checkpoints: the world between steps, each a copy of its own state;
    * objects save theirs when first touched after one (save_object) */
   int ck_on, ck_depth, ck_broken;
@@ -2085,7 +2089,8 @@ static void turn(eu_world *w, eu_task *t, int nargs) {
     return;
   }
   if (!w->worker_printed) {
-    w->worker_print = eu_heapprint(eu_isolate_L(o->iso), task_thread, w);
+    if (!w->worker_print0) w->worker_print0 = eu_heapprint(eu_isolate_L(o->iso), task_thread, w);
+    w->worker_print = w->worker_print0;
     w->worker_printed = 1;
   }
   turn_body(w, t, nargs);
