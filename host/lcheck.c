@@ -105,6 +105,7 @@ typedef struct xctx {
   int check_idx;            /* the check function, on L's stack */
   eu_world_opts wo;
   eu_spares *spares;        /* wo.spares: arenas left by the worlds gone */
+  eu_buf spares_key;        /* what their boot images were built for (take_spares) */
   eu_binding *bindings;
   char *vars;               /* wo.vars: the env's vars, encoded */
   int *alarm_caps;
@@ -198,10 +199,67 @@ static int opt_bool(lua_State *L, int t, const char *field) {
 
 static void drop_world(xctx *x);
 
+/* ---- spares -------------------------------------------------------------
+ *
+ * A check explores more than once in one process (the search, then the
+ * violation's replay with its trace), each time in worlds of the same
+ * scenario: the arenas and boot images one exploration's worlds leave are
+ * the next one's, when what a boot image holds was built from the same
+ * options (the worker's module, eutaxy's, the project's folder, the
+ * bindings and their modules, the vars, the seed). */
+static eu_spares *left_spares;
+static eu_buf left_key;
+
+/* The options a boot image is built from, as bytes; EU_OK or EU_ENOMEM. */
+static int spares_key(xctx *x, eu_buf *b) {
+  const eu_world_opts *o = &x->wo;
+  int i, rc;
+  eu_buf_reset(b);
+  rc = eu_buf_printf(b, "%s%c%s%c%s%c%llu%c%d%c", o->entry, 0, o->libdir, 0, o->projectdir ? o->projectdir : "",
+                     0, (unsigned long long)o->seed, 0, o->nbindings, 0);
+  for (i = 0; rc == EU_OK && i < o->nbindings; i++)
+    rc = eu_buf_printf(b, "%s%c%s%c%s%c", o->bindings[i].name, 0, o->bindings[i].class_name, 0,
+                       o->bindings[i].entry ? o->bindings[i].entry : "", 0);
+  if (rc == EU_OK && o->vars) rc = eu_buf_put(b, o->vars, o->vars_len);
+  return rc;
+}
+
+static void take_spares(lua_State *L, xctx *x) {
+  if (spares_key(x, &x->spares_key) != EU_OK) eu_buf_free(&x->spares_key);  /* no key: not left to another */
+  if (left_spares && x->spares_key.n && left_key.n == x->spares_key.n &&
+      memcmp(left_key.p, x->spares_key.p, left_key.n) == 0) {
+    x->spares = left_spares;
+    left_spares = NULL;
+  } else if (!(x->spares = eu_spares_new())) {
+    luaL_error(L, "out of memory");
+  }
+  x->wo.spares = x->spares;
+}
+
+/* After the exploration: its spares are the next one's (those of another
+ * scenario go). */
+static void leave_spares(xctx *x) {
+  if (x->spares && !x->spares_key.n) {
+    eu_spares_free(x->spares);
+    x->spares = NULL;
+  }
+  if (x->spares) {
+    eu_spares_free(left_spares);
+    left_spares = x->spares;
+    x->spares = NULL;
+    eu_buf_reset(&left_key);
+    if (eu_buf_put(&left_key, x->spares_key.p, x->spares_key.n) != EU_OK) {
+      eu_spares_free(left_spares);
+      left_spares = NULL;
+    }
+  }
+  eu_buf_free(&x->spares_key);
+}
+
 static void free_ctx(xctx *x) {
   int i;
   drop_world(x);
-  eu_spares_free(x->spares);
+  leave_spares(x);
   for (i = 0; i < x->caprcks; i++) {
     eu_buf_free(&x->rcks[i].drive);
     eu_reducer_pos_free(&x->rcks[i].rpos);
@@ -1472,7 +1530,7 @@ static int l_explore(lua_State *L) {
   lua_pop(L, 1);
   /* the kept worlds build their isolates from the setup world's boot
    * images, in its arenas */
-  if (x->restore && !(x->wo.spares = x->spares = eu_spares_new())) luaL_error(L, "out of memory");
+  if (x->restore) take_spares(L, x);
   build_snapshots(L, x);
 
   eu_search_init(&s);
