@@ -50,7 +50,8 @@ help.commands = {
       { "--check-determinism", "run every schedule twice and fail on any difference" },
       { "--no-reduction", "explore every order of tied events, also those that only reorder independent turns" },
       { "--no-restore", "build every schedule's world from the start instead of returning to a state an earlier "
-          .. "schedule passed through (the same verdict and counts, slower)" },
+          .. "schedule passed through, and run the sweep's runs again rather than play them back (the same "
+          .. "verdict and counts, slower)" },
       { "--budget-ms MS", "the time budget (default: the scenario's bounds.budgetMs)" },
       { "--quiet", "print the verdict line only" },
       { "--coverage", "also write an LCOV tracefile, lcov.info (for genhtml or CI), of the lines of the "
