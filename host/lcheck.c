@@ -237,7 +237,7 @@ static void take_spares(lua_State *L, xctx *x) {
 }
 
 /* After the exploration: its spares are the next one's (those of another
- * scenario go). */
+ * scenario go), until the command is over (eu_check_release). */
 static void leave_spares(xctx *x) {
   if (x->spares && !x->spares_key.n) {
     eu_spares_free(x->spares);
@@ -254,6 +254,12 @@ static void leave_spares(xctx *x) {
     }
   }
   eu_buf_free(&x->spares_key);
+}
+
+void eu_check_release(void) {
+  eu_spares_free(left_spares);
+  left_spares = NULL;
+  eu_buf_free(&left_key);
 }
 
 static void free_ctx(xctx *x) {
@@ -1590,6 +1596,7 @@ static int l_explore(lua_State *L) {
   if (rc == EU_OK && s.verdict == EU_VIOLATED && opt_bool(L, 1, "shrink"))
     rc = eu_search_shrink(&s, run_once, x, &shrink_runs, err, sizeof err);
   drop_world(x);
+  leave_spares(x);  /* now, not when the collector comes to x */
 
   if (rc != EU_OK) {
     lua_pushnil(L);

@@ -24,5 +24,8 @@ void eu_push_ws_seen(lua_State *L, eu_world *w, int64_t sock);
 
 /* Adds core.explore to the table on the top of the stack (lcheck.c). */
 int eu_open_check(lua_State *L);
+/* Frees what explorations keep for the next one in the process (the
+ * arenas of their isolates): for when no other will come. */
+void eu_check_release(void);
 
 #endif

@@ -268,6 +268,7 @@ static int run_job(job *j) {
   }
   fflush(stdout);
   lua_close(L);
+  eu_check_release();
   return j->rc;
 }
 
