@@ -980,6 +980,31 @@ static int frontier(eu_search *s, eu_run_fn fn, void *ud, int cap, fnode **out, 
   return EU_OK;
 }
 
+/* The tree's run with c's prefix at cap, played back from the sweep's log
+ * of it: 1 when it was, *v and *faults its outcome and, unless it was
+ * blocked or violated, its races reversed as after a run; 0 when it must
+ * be run; <0 out of memory. The steps of the run before it, which the
+ * kept world's checkpoints name, stay as they were. */
+static int play_back(eu_search *s, sweeper *sw, eu_chooser *c, int cap, int *v, int *faults) {
+  runlog *l = sw ? take_log(sw, cap, &c->prefix) : NULL;
+  int played, rc = EU_OK;
+  if (!l) return 0;
+  if (c->red) eu_reducer_play_begin(c->red);
+  played = play_log(c, l);
+  /* a run the tree would count is run: counting takes its notes */
+  if (played && !c->blocked && !(l->faults < cap && cap > s->min_faults) &&
+      !keyset_has(&sw->runs, run_key(&c->path)))
+    played = 0;
+  if (played) {
+    *v = l->v;
+    *faults = l->faults;
+    if (c->red && !c->blocked && l->v != 1) rc = eu_reducer_end_run(c->red);
+  }
+  if (c->red) eu_reducer_play_end(c->red);
+  free_log(l);
+  return rc != EU_OK ? rc : played;
+}
+
 /* ---- the tree ----------------------------------------------------------- */
 
 enum { TREE_DONE = 0, TREE_FOUND, TREE_EXPIRED };
@@ -1003,22 +1028,14 @@ static int subtree(eu_search *s, eu_run_fn fn, void *ud, int cap, const eu_choic
     return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   }
   do {
-    int faults = 0, v, played = 0;
-    runlog *l;
+    int faults = 0, v = 0, played;
     if (expired(s)) {
       *outcome = TREE_EXPIRED;
       break;
     }
-    if (sw && (l = take_log(sw, cap, &c.prefix)) != NULL) {
-      if (c.red) eu_reducer_play_begin(c.red);
-      played = play_log(&c, l);
-      v = l->v;
-      faults = l->faults;
-      /* a run the tree would count is run: counting takes its notes */
-      if (played && !c.blocked && !(faults < cap && cap > s->min_faults) && !keyset_has(&sw->runs, run_key(&c.path)))
-        played = 0;
-      if (!played && c.red) eu_reducer_play_end(c.red);
-      free_log(l);
+    if ((played = play_back(s, sw, &c, cap, &v, &faults)) < 0) {
+      rc = eu_err(err, errlen, played, "out of memory");
+      break;
     }
     if (played) s->reused++;
     else v = fn(ud, &c, s->events, cap, &faults, err, errlen);
@@ -1029,15 +1046,12 @@ static int subtree(eu_search *s, eu_run_fn fn, void *ud, int cap, const eu_choic
     }
     if (c.blocked) {
       s->blocked++;
-      if (played && c.red) eu_reducer_play_end(c.red);
       continue;
     }
-    if (c.red && v != 1 && (rc = eu_reducer_end_run(c.red)) != EU_OK) {
-      if (played) eu_reducer_play_end(c.red);
+    if (!played && c.red && v != 1 && (rc = eu_reducer_end_run(c.red)) != EU_OK) {
       rc = eu_err(err, errlen, rc, "out of memory");
       break;
     }
-    if (played && c.red) eu_reducer_play_end(c.red);
     /* A fault point this run reached that no run struck yet, with a kind
      * it offered: tried now, before the tree goes on, so that a budget that
      * ends the tree still finds every point and kind tried. */

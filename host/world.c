@@ -343,7 +343,6 @@ typedef struct berth {
   uint64_t used;      /* berth_clock when an object last woke or was built in it */
 } berth;
 
-
 typedef struct held {
   eu_event ev;
   int obj;            /* the object whose gate keeps it */
@@ -1209,8 +1208,8 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   a.w = w;
   a.o = o;
   a.berthed = b != NULL;
-  /* under checkpoints, the boot image an object's isolate is built again
-   * from after a reset (and its checkpoints' images) */
+  /* in an arena, the boot image an object's isolate is built again from
+   * after a reset, or in the next world (and its checkpoints' images) */
   a.base = b != NULL || io.arena != NULL;
   a.impure = 0;
   if (io.arena && boot) {
@@ -4085,7 +4084,6 @@ static void save_object(eu_world *w, eu_object *o) {
   if (o->store) store_mark(w, o);
 }
 
-/* An arena for o, with its boot image when a forgotten object left one. */
 /* A spare of s for an object of binding ns, its image dropped if it was
  * another binding's; 0 when s has none. */
 static int take_spare(eu_spares *s, int ns, spare *out) {
@@ -4154,6 +4152,8 @@ void eu_spares_free(eu_spares *s) {
   free(s);
 }
 
+/* An arena for o, with its boot image when a forgotten object or a world
+ * gone left one. */
 static eu_arena *take_arena(eu_world *w, eu_object *o) {
   spare t;
   if (take_spare(&w->spares, o->ns, &t) || (w->o.spares && take_spare(w->o.spares, o->ns, &t))) {

@@ -129,9 +129,10 @@ typedef struct eu_world_opts {
   /* Keep checkpoints (eu_world_checkpoint): objects' isolates live in
    * arenas, and their stores must come from a provider in baseline mode. */
   int checkpoints;
-  /* With checkpoints: where the arenas of isolates come from, when a world
-   * gone left some, and go back to with the world (NULL: made and deleted
-   * with it). */
+  /* Where the arenas of isolates come from, when a world gone left some,
+   * and go back to with the world (NULL: made and deleted with it). Set,
+   * isolates live in arenas with boot images, as with checkpoints; not
+   * with berths. */
   eu_spares *spares;
   /* Keep idle objects' heaps small (serve): objects' isolates live in this
    * many arenas, one awake in each; the heaps of the others are packed as
