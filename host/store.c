@@ -1344,12 +1344,13 @@ int eu_store_checkpoint(eu_store *s) {
   return is_run(s, IS_CK_BEGIN) < 0 ? EU_ESQL : EU_OK;
 }
 
-int eu_store_checkpoint_back(eu_store *s, int n, int alarm_dirty) {
+int eu_store_checkpoint_back(eu_store *s, int n, int keep, int alarm_dirty) {
   int rc = EU_OK;
   if (!s->baseline || sqlite3_get_autocommit(s->db)) return fail(s, EU_ESQL, "the run's transaction was rolled back by SQLite");
   reset_busy(s);
+  /* ROLLBACK TO leaves its savepoint open: the kept mark */
   while (n-- > 0 && rc == EU_OK)
-    if (is_run(s, IS_CK_ROLLBACK) < 0 || is_run(s, IS_CK_RELEASE) < 0) rc = EU_ESQL;
+    if (is_run(s, IS_CK_ROLLBACK) < 0 || ((n > 0 || !keep) && is_run(s, IS_CK_RELEASE) < 0)) rc = EU_ESQL;
   s->turn = s->depth = s->txn_open = 0;
   s->alarm_dirty = alarm_dirty;
   return rc;

@@ -4370,21 +4370,31 @@ int eu_world_rewind(eu_world *w, int j) {
   if (!w->ck_on || w->ck_broken || j < 0 || j >= w->ncks) return EU_EINVAL;
   c = &w->cks[j];
   sw = &c->w;
-  /* every object touched since j, as it was at j */
+  /* Every object touched since j, as it was at j. An object whose image
+   * and mark were made at j itself (its first touch after j) keeps them:
+   * they are what touching it again after the rewind would make, so it
+   * counts as saved at j already and the run does not copy it again. */
   for (i = 0; i < w->nobjects; i++) {
     eu_object *o = w->objects[i];
-    int q;
+    int q, m, keep;
     for (q = 0; q < o->nimgs && o->imgs[q].depth < j; q++) {}
+    for (m = 0; m < o->nmarks && o->marks[m].depth < j; m++) {}
+    keep = q < o->nimgs && o->imgs[q].depth == j && !o->packed && i < sw->nobjects;
+    if (keep) {
+      eu_object so;
+      memcpy(&so, c->blob.p + (size_t)i * sizeof so, sizeof so);
+      keep = so.store == o->store && (o->store ? m < o->nmarks && o->marks[m].depth == j : m == o->nmarks);
+    }
     if (q < o->nimgs) {
       if (o->imgs[q].had) eu_arena_load(o->arena, o->imgs[q].img, o->imgs[q].len);
       else if (o->iso) eu_isolate_close(o->iso);
-      o->nimgs = q;
+      o->nimgs = q + keep;
     }
-    for (q = 0; q < o->nmarks && o->marks[q].depth < j; q++) {}
-    if (q < o->nmarks) {
-      if (eu_store_checkpoint_back(o->store, o->nmarks - q, o->marks[q].alarm_dirty) != EU_OK) ok = 0;
-      o->nmarks = q;
+    if (m < o->nmarks) {
+      if (eu_store_checkpoint_back(o->store, o->nmarks - m, keep, o->marks[m].alarm_dirty) != EU_OK) ok = 0;
+      o->nmarks = m + keep;
     }
+    o->ck_seen = keep ? w->ck_serial + 1 : o->ck_seen;
   }
   /* objects first seen after j: gone again */
   for (i = w->nobjects - 1; i >= sw->nobjects; i--) {

@@ -406,11 +406,44 @@ static void test_delete_all_is_undone_by_a_checkpoint(void) {
   ASSERT_OK(eu_store_commit(s));
   ASSERT_OK(sql_run(s, "CREATE TABLE t (other)"));
   ASSERT_OK(eu_store_commit(s));
-  ASSERT_OK(eu_store_checkpoint_back(s, 1, 0));
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 0, 0));
   ASSERT_EQ(scalar(s, "SELECT sum(x) FROM t"), 3);
   ASSERT_EQ(alarm_at(s), 1000);
   ASSERT_OK(eu_store_rollback(s));
   ASSERT_OK(eu_store_baseline_end(s));
+  eu_store_close(s);
+}
+
+/* A mark kept by checkpoint_back is a mark again: a later return to it,
+ * after more writes, finds the same state, and the marks made before it
+ * still count (the world keeps the checkpoint it rewinds to). */
+static void test_checkpoint_back_keeps_the_mark(void) {
+  eu_store *s = open_store();
+  ASSERT_OK(sql_run(s, "CREATE TABLE t (x); INSERT INTO t VALUES (1)"));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_baseline_begin(s));
+  ASSERT_OK(eu_store_checkpoint(s));             /* 1: sum 1 */
+  ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (10)"));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_checkpoint(s));             /* 2: sum 11 */
+  ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (100)"));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_checkpoint(s));             /* 3: sum 111 */
+  ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (1000)"));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_checkpoint_back(s, 2, 1, 0));  /* back to 2, kept */
+  ASSERT_EQ(scalar(s, "SELECT sum(x) FROM t"), 11);
+  ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (5)"));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 1, 0));  /* 2 again */
+  ASSERT_EQ(scalar(s, "SELECT sum(x) FROM t"), 11);
+  ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (7)"));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_checkpoint_back(s, 2, 0, 0));  /* 1, forgotten */
+  ASSERT_EQ(scalar(s, "SELECT sum(x) FROM t"), 1);
+  ASSERT_OK(eu_store_rollback(s));
+  ASSERT_OK(eu_store_baseline_end(s));
+  ASSERT_EQ(scalar(s, "SELECT sum(x) FROM t"), 1);
   eu_store_close(s);
 }
 
@@ -1152,6 +1185,7 @@ static const test tests[] = {
   T(test_kv_in_c),
   T(test_delete_all_drops_everything_but_the_host_tables),
   T(test_delete_all_is_undone_by_a_checkpoint),
+  T(test_checkpoint_back_keeps_the_mark),
   T(test_delete_all_is_one_unit),
   T(test_delete_all_drops_children_before_their_parents),
   T(test_database_size_is_page_count_times_page_size),
