@@ -833,7 +833,7 @@ static int w_exec(lua_State *L) {
   lworld *lw = check_world(L);
   eu_object *o = check_object(L, lw->w, 2);
   char err[EU_ERRLEN];
-  eu_store *s = eu_object_store(lw->w, o, err, sizeof err);
+  eu_store *s = eu_object_store_outside(lw->w, o, err, sizeof err);
   int n = lua_gettop(L) - 4;
   if (!s) return luaL_error(L, "%s", err);
   if (eu_store_in_turn(s)) return luaL_error(L, "the object is in the middle of a turn");
@@ -898,7 +898,7 @@ static int w_kv_put(lua_State *L) {
   size_t klen;
   const char *key = luaL_checklstring(L, 5, &klen);
   char err[EU_ERRLEN];
-  eu_store *s = eu_object_store(lw->w, o, err, sizeof err);
+  eu_store *s = eu_object_store_outside(lw->w, o, err, sizeof err);
   eu_buf b;
   int rc;
   if (!s) return luaL_error(L, "%s", err);
@@ -923,7 +923,7 @@ static int w_kv(lua_State *L) {
   lworld *lw = check_world(L);
   eu_object *o = check_object(L, lw->w, 2);
   char err[EU_ERRLEN];
-  eu_store *s = eu_object_store(lw->w, o, err, sizeof err);
+  eu_store *s = eu_object_store_outside(lw->w, o, err, sizeof err);
   lua_Integer i, n;
   int rc;
   if (!s) return luaL_error(L, "%s", err);

@@ -93,7 +93,8 @@ struct eu_object {
    * its images and store savepoints, oldest first; images past nimgs keep
    * their buffers for the next */
   eu_arena *arena;
-  unsigned ck_seen;     /* the checkpoint serial it was last saved at */
+  unsigned ck_seen;     /* the checkpoint serial its heap was last saved at */
+  unsigned ck_marked;   /* and its store */
   ck_img *imgs;
   int nimgs, capimgs;
   ck_mark *marks;
@@ -379,6 +380,8 @@ static char *dupstr(const char *s) {
 #define TRACING(w) (!(w)->o.no_trace)
 
 static void save_object(eu_world *w, eu_object *o);
+static void save_store(eu_world *w, eu_object *o);
+static eu_store *open_store(eu_world *w, eu_object *o, char *err, size_t errlen);
 static void store_mark(eu_world *w, eu_object *o);
 static eu_arena *take_arena(eu_world *w, eu_object *o);
 static void forget_saves(eu_world *w, eu_object *o);
@@ -1038,12 +1041,26 @@ eu_store *eu_object_store(eu_world *w, eu_object *o, char *err, size_t errlen) {
     return NULL;
   }
   save_object(w, o);
+  return open_store(w, o, err, errlen);
+}
+
+eu_store *eu_object_store_outside(eu_world *w, eu_object *o, char *err, size_t errlen) {
+  if (o->ns < 0 || !o->store) return eu_object_store(w, o, err, errlen);
+  save_store(w, o);
+  note_resident(w, o);
+  return o->store;
+}
+
+static eu_store *open_store(eu_world *w, eu_object *o, char *err, size_t errlen) {
   if (!o->store) {
     if (w->o.store_provider) {
       o->store = w->o.store_provider(w->o.store_ud, o->ns, o->hex, err, errlen);
       o->store_lent = o->store != NULL;
       if (!o->store) return NULL;
-      if (w->ck_on && w->ncks > 0) store_mark(w, o);  /* as it was before the run used it */
+      if (w->ck_on && w->ncks > 0) {  /* as it was before the run used it */
+        store_mark(w, o);
+        o->ck_marked = w->ck_serial;
+      }
     } else if (eu_store_open(&o->store, NULL, err, errlen) != EU_OK) {
       return NULL;
     }
@@ -4051,10 +4068,18 @@ static void store_mark(eu_world *w, eu_object *o) {
   o->nmarks++;
 }
 
+/* Called before anything reads or writes o's store in a step. */
+static void save_store(eu_world *w, eu_object *o) {
+  if (!w->ck_on || w->ncks == 0 || o->ck_marked == w->ck_serial) return;
+  o->ck_marked = w->ck_serial;
+  if (o->store) store_mark(w, o);
+}
+
 /* Called before anything reads or writes o's isolate or store in a step. */
 static void save_object(eu_world *w, eu_object *o) {
   ck_img *e;
   if (o->packed) wake_heap(w, o);
+  save_store(w, o);
   if (!w->ck_on || w->ncks == 0 || o->ck_seen == w->ck_serial) return;
   o->ck_seen = w->ck_serial;
   if (!room((void **)&o->imgs, o->nimgs, &o->capimgs, sizeof *o->imgs)) {
@@ -4081,7 +4106,6 @@ static void save_object(eu_world *w, eu_object *o) {
     e->len = n;
   }
   o->nimgs++;
-  if (o->store) store_mark(w, o);
 }
 
 /* A spare of s for an object of binding ns, its image dropped if it was
@@ -4370,31 +4394,33 @@ int eu_world_rewind(eu_world *w, int j) {
   if (!w->ck_on || w->ck_broken || j < 0 || j >= w->ncks) return EU_EINVAL;
   c = &w->cks[j];
   sw = &c->w;
-  /* Every object touched since j, as it was at j. An object whose image
-   * and mark were made at j itself (its first touch after j) keeps them:
-   * they are what touching it again after the rewind would make, so it
+  /* Every object touched since j, as it was at j. An image or a mark made
+   * at j itself (at the object's first touch after j) stays: it is what
+   * touching the object again after the rewind would make, so the object
    * counts as saved at j already and the run does not copy it again. */
   for (i = 0; i < w->nobjects; i++) {
     eu_object *o = w->objects[i];
     int q, m, keep;
     for (q = 0; q < o->nimgs && o->imgs[q].depth < j; q++) {}
-    for (m = 0; m < o->nmarks && o->marks[m].depth < j; m++) {}
-    keep = q < o->nimgs && o->imgs[q].depth == j && !o->packed && i < sw->nobjects;
-    if (keep) {
-      eu_object so;
-      memcpy(&so, c->blob.p + (size_t)i * sizeof so, sizeof so);
-      keep = so.store == o->store && (o->store ? m < o->nmarks && o->marks[m].depth == j : m == o->nmarks);
-    }
     if (q < o->nimgs) {
+      keep = o->imgs[q].depth == j && !o->packed && i < sw->nobjects;
       if (o->imgs[q].had) eu_arena_load(o->arena, o->imgs[q].img, o->imgs[q].len);
       else if (o->iso) eu_isolate_close(o->iso);
       o->nimgs = q + keep;
+      if (keep) o->ck_seen = w->ck_serial + 1;
     }
+    for (m = 0; m < o->nmarks && o->marks[m].depth < j; m++) {}
     if (m < o->nmarks) {
+      keep = o->marks[m].depth == j && i < sw->nobjects;
+      if (keep) {  /* and its store was open at j: one opened since goes */
+        eu_object so;
+        memcpy(&so, c->blob.p + (size_t)i * sizeof so, sizeof so);
+        keep = so.store == o->store;
+      }
       if (eu_store_checkpoint_back(o->store, o->nmarks - m, keep, o->marks[m].alarm_dirty) != EU_OK) ok = 0;
       o->nmarks = m + keep;
+      if (keep) o->ck_marked = w->ck_serial + 1;
     }
-    o->ck_seen = keep ? w->ck_serial + 1 : o->ck_seen;
   }
   /* objects first seen after j: gone again */
   for (i = w->nobjects - 1; i >= sw->nobjects; i--) {
@@ -4412,6 +4438,7 @@ int eu_world_rewind(eu_world *w, int j) {
     p += sizeof so;
     so.arena = o->arena;
     so.ck_seen = o->ck_seen;
+    so.ck_marked = o->ck_marked;
     so.imgs = o->imgs;
     so.nimgs = o->nimgs;
     so.capimgs = o->capimgs;
