@@ -1045,7 +1045,33 @@ typedef struct run_args {
   const eu_drive_answer *answers;
   uint64_t events;
   int settled;
+  struct lazy_answers *lazy;
 } run_args;
+
+/* run.answers is made when the check first reads it: a check whose
+ * properties read only tables (an HTTP drive's, most often) decodes no
+ * answer. The run table holds this under lazy_key; a is cleared when the
+ * check returns, since the answers it points at are the run's. */
+typedef struct lazy_answers {
+  const run_args *a;
+} lazy_answers;
+
+static const char lazy_key = 'a';
+
+/* __index(run, key) of every run table. */
+static int run_index(lua_State *L) {
+  lazy_answers *z;
+  if (lua_type(L, 2) != LUA_TSTRING || strcmp(lua_tostring(L, 2), "answers") != 0) return 0;
+  lua_rawgetp(L, 1, &lazy_key);
+  z = lua_touserdata(L, -1);
+  if (!z) return 0;
+  if (!z->a) return luaL_error(L, "run.answers read after the check of its run returned");
+  push_answers(L, z->a->x, z->a->w, z->a->answers, z->a->events, 0);
+  lua_pushliteral(L, "answers");
+  lua_pushvalue(L, -2);
+  lua_rawset(L, 1);
+  return 1;
+}
 
 /* push_run(args): the run table check(run) gets. It is built under
  * lua_pcall: the search calls evaluate between C frames that own the world
@@ -1057,8 +1083,14 @@ static int push_run(lua_State *L) {
   lua_createtable(L, 0, 6);
   eu_lworld_push(L, a->w, 1);
   lua_setfield(L, -2, "world");
-  push_answers(L, a->x, a->w, a->answers, a->events, 0);
-  lua_setfield(L, -2, "answers");
+  a->lazy = lua_newuserdatauv(L, sizeof *a->lazy, 0);
+  a->lazy->a = a;
+  lua_rawsetp(L, -2, &lazy_key);
+  if (luaL_newmetatable(L, "eutaxy.check.run")) {
+    lua_pushcfunction(L, run_index);
+    lua_setfield(L, -2, "__index");
+  }
+  lua_setmetatable(L, -2);
   lua_pushboolean(L, a->x->probing);
   lua_setfield(L, -2, "probing");
   if (eu_world_uncaught(a->w)) {
@@ -1076,6 +1108,12 @@ static int push_run(lua_State *L) {
   return 1;
 }
 
+/* get_answers(run): run.answers. */
+static int get_answers(lua_State *L) {
+  lua_getfield(L, 1, "answers");
+  return 1;
+}
+
 /* Calls check(run); returns 1 violated, 0 held, <0 if check raised. */
 static int evaluate(xctx *x, eu_world *w, const eu_drive_answer *answers, uint64_t events,
                     int settled, char *err, size_t errlen) {
@@ -1087,11 +1125,13 @@ static int evaluate(xctx *x, eu_world *w, const eu_drive_answer *answers, uint64
   a.answers = answers;
   a.events = events;
   a.settled = settled;
+  a.lazy = NULL;
   lua_pushcfunction(L, push_run);
   lua_pushlightuserdata(L, &a);
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
     eu_err(err, errlen, EU_ENOMEM, "out of memory before the check: %s",
            lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+    if (a.lazy) a.lazy->a = NULL;
     lua_settop(L, top);
     return EU_ENOMEM;
   }
@@ -1100,21 +1140,28 @@ static int evaluate(xctx *x, eu_world *w, const eu_drive_answer *answers, uint64
   lua_pushvalue(L, top + 1);
   if (lua_pcall(L, 1, 2, 0) != LUA_OK) {
     eu_err(err, errlen, EU_ELUA, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "the check raised");
-    lua_getfield(L, top + 1, "world");
-    eu_lworld_release(L, -1);
-    lua_settop(L, top);
-    return EU_ELUA;
+    v = EU_ELUA;
+  } else {
+    note_reached(x, -1);
+    lua_pop(L, 1);
+    v = counts_as_violation(x, -1);
   }
-  note_reached(x, -1);
-  lua_pop(L, 1);
-  v = counts_as_violation(x, -1);
-  if (x->keep) {
-    if (x->violation_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, x->violation_ref);
-    if (x->answers_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, x->answers_ref);
-    x->violation_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    lua_getfield(L, top + 1, "answers");
-    x->answers_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  if (v >= 0 && x->keep) {
+    /* the answers, made now if the check did not read them (under
+     * lua_pcall, as push_run: making them allocates) */
+    lua_pushcfunction(L, get_answers);
+    lua_pushvalue(L, top + 1);
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+      v = eu_err(err, errlen, EU_ENOMEM, "out of memory after the check: %s",
+                 lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+    } else {
+      if (x->violation_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, x->violation_ref);
+      if (x->answers_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, x->answers_ref);
+      x->answers_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+      x->violation_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
   }
+  a.lazy->a = NULL;
   lua_getfield(L, top + 1, "world");
   eu_lworld_release(L, -1);
   lua_settop(L, top);

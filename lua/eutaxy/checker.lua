@@ -269,10 +269,11 @@ local function responses(answers, kind)
   return list
 end
 
--- state.responses is made on first use: most looks after a turn never need it.
+-- state.responses is made on first use: most looks never need it (nor,
+-- at the end of a run, the run's answers it is made from).
 function State.__index(self, key)
   if key == "responses" then
-    local list = responses(self._answers, self._kind)
+    local list = responses(self._run.answers, self._kind)
     rawset(self, "responses", list)
     return list
   end
@@ -280,8 +281,8 @@ function State.__index(self, key)
 end
 
 -- task: the task whose turn was just committed; nil at the end of the run.
-local function new_state(world, answers, kind, task)
-  return setmetatable({ _world = world, _tables = {}, _kv = {}, _answers = answers, _kind = kind, _task = task }, State)
+local function new_state(run, kind, task)
+  return setmetatable({ _world = run.world, _tables = {}, _kv = {}, _run = run, _kind = kind, _task = task }, State)
 end
 
 -- The table's rows and columns, read once per look and handle.
@@ -558,7 +559,7 @@ local function check_run(scenario, run, reached)
     return { invariant = "run-settles", message = string.format(
       "the run did not settle within %d events (bounds.maxEventsPerRun)", scenario.bounds.maxEventsPerRun) }
   end
-  local state = new_state(run.world, run.answers, scenario.drive.kind)
+  local state = new_state(run, scenario.drive.kind)
   local v = look(scenario.invariants, state)
   if v then v.capped = run.capped end
   return v, run.probing and probe(scenario, state, reached) or nil
@@ -566,7 +567,7 @@ end
 
 -- After a turn that wrote: the always properties, then the probes not yet reached.
 local function check_turn(scenario, run, reached)
-  local state = new_state(run.world, run.answers, scenario.drive.kind, run.task)
+  local state = new_state(run, scenario.drive.kind, run.task)
   local v = look(scenario.always, state)
   if v then v.turn = { task = run.task, object = run.object, atMs = run.at } end
   return v, run.probing and probe(scenario, state, reached) or nil
