@@ -838,9 +838,7 @@ static int w_exec(lua_State *L) {
   if (!s) return luaL_error(L, "%s", err);
   if (eu_store_in_turn(s)) return luaL_error(L, "the object is in the middle of a turn");
   eu_world_observe(lw->w, o);
-  eu_lstore_push(L, s);
-  lua_getfield(L, -1, "exec");
-  lua_remove(L, -2);
+  eu_lstore_push_fn(L, s, "exec");
   lua_rotate(L, 5, 1);  /* exec below sql and its bindings */
   if (lua_pcall(L, n, 1, 0) != LUA_OK) {
     eu_store_rollback(s);
@@ -929,9 +927,7 @@ static int w_kv(lua_State *L) {
   if (!s) return luaL_error(L, "%s", err);
   if (eu_store_in_turn(s)) return luaL_error(L, "the object is in the middle of a turn");
   eu_world_observe(lw->w, o);
-  eu_lstore_push(L, s);
-  lua_getfield(L, -1, "list");
-  lua_remove(L, -2);
+  eu_lstore_push_fn(L, s, "list");
   rc = lua_pcall(L, 0, 1, 0);
   if (rc != LUA_OK) {
     eu_store_rollback(s);

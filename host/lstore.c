@@ -651,11 +651,11 @@ static const luaL_Reg eu_lstore_funcs[] = {
   { NULL, NULL }
 };
 
-void eu_lstore_push(lua_State *L, eu_store *s) {
+/* The userdata the functions share, for s. */
+static void push_state(lua_State *L, eu_store *s) {
   eu_lstate *ls;
   lua_Alloc f_alloc;
   void *f_ud;
-  lua_createtable(L, 0, sizeof eu_lstore_funcs / sizeof eu_lstore_funcs[0] - 1);
   ls = lua_newuserdatauv(L, sizeof *ls, 0);
   ls->s = s;
   f_alloc = lua_getallocf(L, &f_ud);  /* the isolate's heap: its images hold the buffers too */
@@ -666,5 +666,18 @@ void eu_lstore_push(lua_State *L, eu_store *s) {
     lua_setfield(L, -2, "__gc");
   }
   lua_setmetatable(L, -2);
+}
+
+void eu_lstore_push(lua_State *L, eu_store *s) {
+  lua_createtable(L, 0, sizeof eu_lstore_funcs / sizeof eu_lstore_funcs[0] - 1);
+  push_state(L, s);
   luaL_setfuncs(L, eu_lstore_funcs, 1);
+}
+
+void eu_lstore_push_fn(lua_State *L, eu_store *s, const char *name) {
+  const luaL_Reg *r;
+  for (r = eu_lstore_funcs; r->name && strcmp(r->name, name) != 0; r++) {}
+  if (!r->name) luaL_error(L, "no storage function %s", name);
+  push_state(L, s);
+  lua_pushcclosure(L, r->func, 1);
 }

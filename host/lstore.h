@@ -38,5 +38,7 @@
 
 /* s must outlive every use of the pushed functions in L. */
 void eu_lstore_push(lua_State *L, eu_store *s);
+/* One of them alone (name is its key in the table: "exec", "list", ...). */
+void eu_lstore_push_fn(lua_State *L, eu_store *s, const char *name);
 
 #endif
