@@ -281,8 +281,12 @@ function State.__index(self, key)
 end
 
 -- task: the task whose turn was just committed; nil at the end of the run.
-local function new_state(run, kind, task)
-  return setmetatable({ _world = run.world, _tables = {}, _kv = {}, _run = run, _kind = kind, _task = task }, State)
+-- reads: what reading each handle's table takes, worked out once a check
+-- (the object's id and the query: ids are hashes of the binding's class and
+-- the name, the same in every world of one check).
+local function new_state(run, kind, task, reads)
+  return setmetatable({ _world = run.world, _tables = {}, _kv = {}, _run = run, _kind = kind, _task = task,
+                        _reads = reads }, State)
 end
 
 -- The table's rows and columns, read once per look and handle.
@@ -290,10 +294,14 @@ function State:_read(handle)
   local cached = self._tables[handle]
   if cached then return cached end
   local w = self._world
-  local hex = handle.hex or w:id_from_name(handle.binding, handle.name)
+  local how = self._reads[handle]
+  if not how then
+    how = { hex = handle.hex or w:id_from_name(handle.binding, handle.name),
+            sql = "SELECT * FROM " .. seed.quote_ident(handle.table) }
+    self._reads[handle] = how
+  end
   local label = handle.name or handle.hex:sub(1, 12)
-  local ok, result = pcall(w.exec, w, handle.binding, hex, handle.name,
-    "SELECT * FROM " .. seed.quote_ident(handle.table))
+  local ok, result = pcall(w.exec, w, handle.binding, how.hex, handle.name, how.sql)
   if not ok then
     local msg = tostring(result)
     if msg:find("no such table") then
@@ -559,7 +567,7 @@ local function check_run(scenario, run, reached)
     return { invariant = "run-settles", message = string.format(
       "the run did not settle within %d events (bounds.maxEventsPerRun)", scenario.bounds.maxEventsPerRun) }
   end
-  local state = new_state(run, scenario.drive.kind)
+  local state = new_state(run, scenario.drive.kind, nil, scenario.reads)
   local v = look(scenario.invariants, state)
   if v then v.capped = run.capped end
   return v, run.probing and probe(scenario, state, reached) or nil
@@ -567,7 +575,7 @@ end
 
 -- After a turn that wrote: the always properties, then the probes not yet reached.
 local function check_turn(scenario, run, reached)
-  local state = new_state(run, scenario.drive.kind, run.task)
+  local state = new_state(run, scenario.drive.kind, run.task, scenario.reads)
   local v = look(scenario.always, state)
   if v then v.turn = { task = run.task, object = run.object, atMs = run.at } end
   return v, run.probing and probe(scenario, state, reached) or nil
@@ -992,6 +1000,7 @@ local function run_check(o)
     if inv.kind == "sometimes" then scenario.probes[#scenario.probes + 1] = inv end
   end
   local reached = {}
+  scenario.reads = {}
   if o.end_states then scenario.end_states, scenario.end_objects = {}, named_objects(scenario) end
   -- A client with no retries never resends, a worker with no crons has no
   -- cron invocation, a scenario with no services has no fetch to time out,
