@@ -68,6 +68,9 @@ typedef struct ck_mark {
   int alarm_dirty;
 } ck_mark;
 
+#define KEPT_HEAP 1
+#define KEPT_STORE 2
+
 struct eu_object {
   int index;          /* position in w->objects; events name objects by it */
   int ns;             /* binding index; -1 for the worker */
@@ -95,6 +98,7 @@ struct eu_object {
   eu_arena *arena;
   unsigned ck_seen;     /* the checkpoint serial its heap was last saved at */
   unsigned ck_marked;   /* and its store */
+  int ck_kept;          /* KEPT_*: untouched since a rewind kept its last image or mark */
   ck_img *imgs;
   int nimgs, capimgs;
   ck_mark *marks;
@@ -4068,20 +4072,32 @@ static void store_mark(eu_world *w, eu_object *o) {
   o->nmarks++;
 }
 
-/* Called before anything reads or writes o's store in a step. */
+/* Called before anything reads or writes o's store in a step. A mark a
+ * rewind kept, untouched since, is the store as it is now: it becomes this
+ * checkpoint's mark instead of a new one. */
 static void save_store(eu_world *w, eu_object *o) {
+  int kept = o->ck_kept & KEPT_STORE;
+  o->ck_kept &= ~KEPT_STORE;
   if (!w->ck_on || w->ncks == 0 || o->ck_marked == w->ck_serial) return;
   o->ck_marked = w->ck_serial;
-  if (o->store) store_mark(w, o);
+  if (kept) o->marks[o->nmarks - 1].depth = w->ck_depth;
+  else if (o->store) store_mark(w, o);
 }
 
-/* Called before anything reads or writes o's isolate or store in a step. */
+/* Called before anything reads or writes o's isolate or store in a step;
+ * an image a rewind kept serves as save_store's mark does. */
 static void save_object(eu_world *w, eu_object *o) {
   ck_img *e;
+  int kept = o->ck_kept & KEPT_HEAP;
   if (o->packed) wake_heap(w, o);
   save_store(w, o);
+  o->ck_kept &= ~KEPT_HEAP;
   if (!w->ck_on || w->ncks == 0 || o->ck_seen == w->ck_serial) return;
   o->ck_seen = w->ck_serial;
+  if (kept) {
+    o->imgs[o->nimgs - 1].depth = w->ck_depth;
+    return;
+  }
   if (!room((void **)&o->imgs, o->nimgs, &o->capimgs, sizeof *o->imgs)) {
     w->ck_broken = 1;
     return;
@@ -4394,31 +4410,37 @@ int eu_world_rewind(eu_world *w, int j) {
   if (!w->ck_on || w->ck_broken || j < 0 || j >= w->ncks) return EU_EINVAL;
   c = &w->cks[j];
   sw = &c->w;
-  /* Every object touched since j, as it was at j. An image or a mark made
-   * at j itself (at the object's first touch after j) stays: it is what
-   * touching the object again after the rewind would make, so the object
-   * counts as saved at j already and the run does not copy it again. */
+  /* Every object touched since j, as it was at j. The image it is put back
+   * to, and the savepoint its store goes back to, stay as j's: they are
+   * what touching the object again after the rewind would make, so the
+   * object counts as saved at j already and the run does not copy it again
+   * (and while it is not touched, they are what a later checkpoint would
+   * make too: save_object). */
   for (i = 0; i < w->nobjects; i++) {
     eu_object *o = w->objects[i];
     int q, m, keep;
     for (q = 0; q < o->nimgs && o->imgs[q].depth < j; q++) {}
     if (q < o->nimgs) {
-      keep = o->imgs[q].depth == j && !o->packed && i < sw->nobjects;
+      keep = !o->packed && i < sw->nobjects;
       if (o->imgs[q].had) eu_arena_load(o->arena, o->imgs[q].img, o->imgs[q].len);
       else if (o->iso) eu_isolate_close(o->iso);
+      o->imgs[q].depth = j;
       o->nimgs = q + keep;
+      o->ck_kept = keep ? o->ck_kept | KEPT_HEAP : o->ck_kept & ~KEPT_HEAP;
       if (keep) o->ck_seen = w->ck_serial + 1;
     }
     for (m = 0; m < o->nmarks && o->marks[m].depth < j; m++) {}
     if (m < o->nmarks) {
-      keep = o->marks[m].depth == j && i < sw->nobjects;
+      keep = i < sw->nobjects;
       if (keep) {  /* and its store was open at j: one opened since goes */
         eu_object so;
         memcpy(&so, c->blob.p + (size_t)i * sizeof so, sizeof so);
         keep = so.store == o->store;
       }
       if (eu_store_checkpoint_back(o->store, o->nmarks - m, keep, o->marks[m].alarm_dirty) != EU_OK) ok = 0;
+      o->marks[m].depth = j;
       o->nmarks = m + keep;
+      o->ck_kept = keep ? o->ck_kept | KEPT_STORE : o->ck_kept & ~KEPT_STORE;
       if (keep) o->ck_marked = w->ck_serial + 1;
     }
   }
@@ -4439,6 +4461,7 @@ int eu_world_rewind(eu_world *w, int j) {
     so.arena = o->arena;
     so.ck_seen = o->ck_seen;
     so.ck_marked = o->ck_marked;
+    so.ck_kept = o->ck_kept;
     so.imgs = o->imgs;
     so.nimgs = o->nimgs;
     so.capimgs = o->capimgs;
