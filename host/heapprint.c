@@ -191,18 +191,16 @@ static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(v
 }
 
 uint64_t eu_heapprint(lua_State *L, int (*skip)(void *ud, lua_State *th), void *ud) {
-  int top = lua_gettop(L), running = lua_gc(L, LUA_GCISRUNNING), ok = 1;
+  int top = lua_gettop(L), ok = 1;
   const void *registry;
   lua_State *W;
   uint64_t print = 0x3c6ef372fe94f82bu;
   if (!lua_checkstack(L, 8)) return 0;
-  lua_gc(L, LUA_GCSTOP);
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &work_key) != LUA_TTHREAD) {
     lua_pop(L, 1);
     lua_pushcfunction(L, make_work);
     if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
       lua_settop(L, top);
-      if (running) lua_gc(L, LUA_GCRESTART);
       return 0;
     }
     lua_rawgetp(L, LUA_REGISTRYINDEX, &work_key);
@@ -222,7 +220,6 @@ uint64_t eu_heapprint(lua_State *L, int (*skip)(void *ud, lua_State *th), void *
     lua_settop(L, top);
   }
   lua_settop(W, 0);
-  if (running) lua_gc(L, LUA_GCRESTART);
   if (!ok) return 0;
   return print ? print : 1;
 }
