@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -4433,9 +4434,9 @@ int eu_world_rewind(eu_world *w, int j) {
     if (m < o->nmarks) {
       keep = i < sw->nobjects;
       if (keep) {  /* and its store was open at j: one opened since goes */
-        eu_object so;
-        memcpy(&so, c->blob.p + (size_t)i * sizeof so, sizeof so);
-        keep = so.store == o->store;
+        eu_store *at_j;
+        memcpy(&at_j, c->blob.p + (size_t)i * sizeof *o + offsetof(eu_object, store), sizeof at_j);
+        keep = at_j == o->store;
       }
       if (eu_store_checkpoint_back(o->store, o->nmarks - m, keep, o->marks[m].alarm_dirty) != EU_OK) ok = 0;
       o->marks[m].depth = j;
