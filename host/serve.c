@@ -89,6 +89,7 @@
 
 #include "clone.h"
 #include "eutaxy.h"
+#include "faultsim.h"
 #include "http.h"
 #include "outbound.h"
 #include "ws.h"
@@ -230,7 +231,7 @@ struct server {
   int ndirty, capdirty;
   char *blank;              /* what a new object's file starts as (make_blank), or NULL */
   size_t blank_len;
-  /* new files made ahead on the thread pool (take_spare): spares[0..nspares)
+  /* new files made ahead on the thread pool (pop_spare): spares[0..nspares)
    * are ready, numbered; a refill up to spare_want may be in flight */
   int *spares;
   int nspares, spare_want, spare_next, refilling;
@@ -238,6 +239,8 @@ struct server {
   int refill_from, refill_n, refill_made;
   served_store *mru, *lru;  /* the stores whose connection is open */
   int nopen, max_open;      /* how many are, and how many may be */
+  int nopening;             /* files being opened on the thread pool (open_elsewhere) */
+  unsigned char *seen;      /* by eu_object_index, as by_object: its file was opened in this process */
   conn *conns;
   int *orphans;             /* slots of requests whose connection went away */
   int norphans, caporphans;
@@ -407,7 +410,7 @@ static void link_open(server *s, served_store *ss) {
 /* Parks the least recently used stores until one more may open. */
 static void make_room(server *s) {
   served_store *ss = s->lru, *newer;
-  for (; ss && s->nopen >= s->max_open; ss = newer) {
+  for (; ss && s->nopen + s->nopening >= s->max_open; ss = newer) {
     newer = ss->newer;
     if (eu_store_park(ss->store) == EU_OK) unlink_open(s, ss);
   }
@@ -520,18 +523,24 @@ static void refill(server *s) {
   if (uv_queue_work(&s->loop, &s->refill, refill_work, refill_done) == 0) s->refilling = 1;
 }
 
-/* Moves a spare to path (which does not exist) and its WAL beside it; 0
- * when there is none ready. */
-static int take_spare(server *s, const char *path) {
-  char from[4300], to[4300];
+/* The number of a ready spare, taken, or -1 when there is none. */
+static int pop_spare(server *s) {
   int n;
+  if (!s->spares) return -1;
   if (!s->nspares) {
     if (s->spare_want < EU_SERVE_SPARES) s->spare_want *= 2;
     refill(s);
-    return 0;
+    return -1;
   }
   n = s->spares[--s->nspares];
   refill(s);
+  return n;
+}
+
+/* Moves spare n to path (which does not exist) and its WAL beside it; 0
+ * when it could not. Touches nothing of the server's but its paths. */
+static int move_spare(server *s, int n, const char *path) {
+  char from[4300], to[4300];
   spare_path(s, n, "-wal", from, sizeof from);
   snprintf(to, sizeof to, "%s-wal", path);
   if (rename(from, to) != 0) return 0;
@@ -578,20 +587,9 @@ static void stop_spares(server *s) {
   s->spares = NULL;
 }
 
-/* Opens (creating if need be) an object's file and keeps it. */
-static served_store *open_served(server *s, const char *path, char *err, size_t errlen) {
+/* A file's record, not yet open. */
+static served_store *new_served(server *s, const char *path, char *err, size_t errlen) {
   served_store *ss;
-  int rc, has_db;
-  if (s->nstores == s->capstores) {
-    int cap = s->capstores ? s->capstores * 2 : 16;
-    served_store **a = realloc(s->stores, (size_t)cap * sizeof *a);
-    if (!a) {
-      eu_err(err, errlen, EU_ENOMEM, "out of memory");
-      return NULL;
-    }
-    s->stores = a;
-    s->capstores = cap;
-  }
   if (!(ss = calloc(1, sizeof *ss)) || !(ss->path = malloc(strlen(path) + 1))) {
     free(ss);
     eu_err(err, errlen, EU_ENOMEM, "out of memory");
@@ -600,14 +598,40 @@ static served_store *open_served(server *s, const char *path, char *err, size_t 
   strcpy(ss->path, path);
   ss->srv = s;
   ss->ns = -1;
-  has_db = file_exists(path, "");
-  ss->fresh = !has_db || !file_exists(path, "-wal");
-  if (!has_db && !take_spare(s, path)) write_blank(s, path);
-  make_room(s);
-  if ((rc = eu_store_open_with(&ss->store, path, serve_first, serve_then, err, errlen)) != EU_OK) {
-    free(ss->path);
-    free(ss);
-    return NULL;
+  return ss;
+}
+
+#define SPARE_ASK (-2)  /* open_file on the loop: takes a spare if the file is new */
+
+/* Opens ss's file, making it from spare (a spare's number, or -1 for none)
+ * or from the blank database when it does not exist. The I/O of an
+ * opening, and nothing of the server's state but what is read-only once it
+ * runs, unless spare is SPARE_ASK: the loop calls it so, or a thread of the
+ * pool (open_work) with the spare the loop took for it. */
+static int open_file(served_store *ss, int spare, char *err, size_t errlen) {
+  server *s = ss->srv;
+  int has_db = file_exists(ss->path, "");
+  ss->fresh = !has_db || !file_exists(ss->path, "-wal");
+  if (spare == SPARE_ASK) spare = has_db ? -1 : pop_spare(s);
+  if (!has_db && !(spare >= 0 && move_spare(s, spare, ss->path))) write_blank(s, ss->path);
+  if (has_db && spare >= 0) {  /* not needed after all */
+    char p[4300];
+    spare_path(s, spare, "", p, sizeof p);
+    unlink(p);
+    spare_path(s, spare, "-wal", p, sizeof p);
+    unlink(p);
+  }
+  return eu_store_open_with(&ss->store, ss->path, serve_first, serve_then, err, errlen);
+}
+
+/* Makes ss, open, one of the server's files, on the loop. */
+static int keep_served(server *s, served_store *ss, char *err, size_t errlen) {
+  if (s->nstores == s->capstores) {
+    int cap = s->capstores ? s->capstores * 2 : 16;
+    served_store **a = realloc(s->stores, (size_t)cap * sizeof *a);
+    if (!a) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+    s->stores = a;
+    s->capstores = cap;
   }
   eu_store_batching(ss->store, 1);
   eu_store_wal_hook(ss->store, on_wal, ss);
@@ -615,6 +639,25 @@ static served_store *open_served(server *s, const char *path, char *err, size_t 
   link_open(s, ss);
   ss->slot = s->nstores;
   s->stores[s->nstores++] = ss;
+  return EU_OK;
+}
+
+/* Opens (creating if need be) an object's file and keeps it. */
+static served_store *open_served(server *s, const char *path, char *err, size_t errlen) {
+  served_store *ss = new_served(s, path, err, errlen);
+  if (!ss) return NULL;
+  make_room(s);
+  if (open_file(ss, SPARE_ASK, err, errlen) != EU_OK) {
+    free(ss->path);
+    free(ss);
+    return NULL;
+  }
+  if (keep_served(s, ss, err, errlen) != EU_OK) {
+    eu_store_close(ss->store);
+    free(ss->path);
+    free(ss);
+    return NULL;
+  }
   return ss;
 }
 
@@ -630,14 +673,25 @@ static int set_served(server *s, eu_object *o, served_store *ss) {
   if (i >= s->capby) {
     int cap = s->capby ? s->capby : 64;
     served_store **a;
+    unsigned char *seen;
     while (cap <= i) cap *= 2;
     if (!(a = realloc(s->by_object, (size_t)cap * sizeof *a))) return EU_ENOMEM;
     memset(a + s->capby, 0, (size_t)(cap - s->capby) * sizeof *a);
     s->by_object = a;
+    if (!(seen = realloc(s->seen, (size_t)cap))) return EU_ENOMEM;
+    memset(seen + s->capby, 0, (size_t)(cap - s->capby));
+    s->seen = seen;
     s->capby = cap;
   }
   s->by_object[i] = ss;
+  if (ss) s->seen[i] = 1;
   return EU_OK;
+}
+
+/* Whether o's file was opened before in this process (so it exists). */
+static int seen_before(server *s, eu_object *o) {
+  int i = eu_object_index(o);
+  return i >= 0 && i < s->capby && s->seen[i];
 }
 
 /* Closes a kept file; one being synced is never closed. An evicted file
@@ -686,6 +740,20 @@ static eu_store *batched(served_store *ss, char *err, size_t errlen) {
   return ss->store;
 }
 
+/* Records in ss's file which object it holds. The row naming the object is
+ * a commit of its own, before any batch. A new file's is its WAL's first,
+ * which synchronous=NORMAL would sync here, with its header (see
+ * serve_first): the next round of syncs makes it durable instead. */
+static int name_file(served_store *ss, const char *binding, const char *name, char *err,
+                     size_t errlen) {
+  if ((ss->fresh && eu_store_exec_internal(ss->store, "PRAGMA synchronous = OFF") != EU_OK) ||
+      note_object(ss->store, binding, ss->hex, name) != EU_OK ||
+      (ss->fresh && eu_store_exec_internal(ss->store, "PRAGMA synchronous = NORMAL") != EU_OK))
+    return eu_err(err, errlen, EU_ESQL, "cannot record the object in %s: %s", ss->path,
+                  eu_store_errmsg(ss->store));
+  return EU_OK;
+}
+
 static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, size_t errlen) {
   server *s = ud;
   const char *binding = eu_world_binding_name(s->w, ns);
@@ -703,14 +771,7 @@ static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, siz
     drop_served(s, s->nstores - 1, 0);
     return NULL;
   }
-  /* The row naming the object is a commit of its own, before any batch.
-   * A new file's is its WAL's first, which synchronous=NORMAL would sync
-   * here, on the loop, with its header (see serve_first): the next round
-   * of syncs makes it durable instead. */
-  if ((ss->fresh && eu_store_exec_internal(ss->store, "PRAGMA synchronous = OFF") != EU_OK) ||
-      note_object(ss->store, binding, hex, o ? eu_object_name(o) : NULL) != EU_OK ||
-      (ss->fresh && eu_store_exec_internal(ss->store, "PRAGMA synchronous = NORMAL") != EU_OK)) {
-    eu_err(err, errlen, EU_ESQL, "cannot record the object in %s: %s", path, eu_store_errmsg(ss->store));
+  if (name_file(ss, binding, o ? eu_object_name(o) : NULL, err, errlen) != EU_OK) {
     drop_served(s, s->nstores - 1, 0);
     return NULL;
   }
@@ -719,6 +780,132 @@ static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, siz
     return NULL;
   }
   return ss->store;
+}
+
+/* ---- opening files off the loop --------------------------------------
+ *
+ * Opening an object's file (a new object's, or an evicted one's coming
+ * back) is a stat, a spare's two renames, the connection's setup (its
+ * pragmas, the schema read, the tables checked) and the commit of the row
+ * naming the object: about a third of what the loop spends on a new
+ * object. The world holds the object's events meanwhile (store_opener),
+ * so it runs on the thread pool, as the syncs do, up to EU_SERVE_OPENS at
+ * once; beyond that the loop opens the file itself (provide_store), which
+ * shares the work out when the pool falls behind. Under the fault
+ * simulation, whose counts are the loop's, the loop opens every file.
+ *
+ * The connection changes threads once, when the pool is done with it. The
+ * wal hook is the loop's: the pool's opening records only the pages of the
+ * naming row's commit, and the loop counts that commit (on_wal) when the
+ * file is handed over, before any answer of the object is stamped. */
+#define EU_SERVE_OPENS 8
+
+typedef struct open_job {
+  uv_work_t req;
+  server *srv;
+  served_store *ss;
+  eu_object *o;
+  const char *binding;      /* the world's, read-only */
+  char *name;               /* the object's name, or NULL */
+  int spare;                /* the spare taken for a new file, or -1 */
+  int pages;                /* the naming row's commit: pages in the WAL, or 0 */
+  int rc;
+  char err[EU_ERRLEN];
+} open_job;
+
+static int count_pages(void *ud, sqlite3 *db, const char *name, int pages) {
+  open_job *j = ud;
+  (void)db; (void)name;
+  j->pages = pages;
+  return SQLITE_OK;
+}
+
+static void open_work(uv_work_t *req) {
+  open_job *j = req->data;
+  served_store *ss = j->ss;
+  if ((j->rc = open_file(ss, j->spare, j->err, sizeof j->err)) != EU_OK) return;
+  eu_store_wal_hook(ss->store, count_pages, j);
+  if ((j->rc = name_file(ss, j->binding, j->name, j->err, sizeof j->err)) != EU_OK) {
+    eu_store_close(ss->store);
+    ss->store = NULL;
+  }
+}
+
+static void open_done(uv_work_t *req, int status) {
+  open_job *j = req->data;
+  server *s = j->srv;
+  served_store *ss = j->ss;
+  s->nopening--;
+  if (status != 0 && j->rc == EU_OK) {
+    j->rc = EU_EINVAL;
+    snprintf(j->err, sizeof j->err, "cannot open %s: %s", ss->path, uv_strerror(status));
+    eu_store_close(ss->store);
+    ss->store = NULL;
+  }
+  if (j->rc == EU_OK && keep_served(s, ss, j->err, sizeof j->err) != EU_OK) {
+    j->rc = EU_ENOMEM;
+    eu_store_close(ss->store);
+    ss->store = NULL;
+  }
+  if (j->rc == EU_OK) {
+    if (set_served(s, j->o, ss) != EU_OK) {
+      j->rc = eu_err(j->err, sizeof j->err, EU_ENOMEM, "out of memory");
+    } else {
+      if (j->pages) on_wal(ss, NULL, NULL, j->pages);
+      if (!batched(ss, j->err, sizeof j->err)) j->rc = EU_ESQL;
+    }
+    if (j->rc != EU_OK) {
+      drop_served(s, ss->slot, 0);
+      ss = NULL;
+    }
+  } else {
+    free(ss->path);
+    free(ss);
+    ss = NULL;
+  }
+  eu_world_store_opened(s->w, j->o, ss ? ss->store : NULL, j->err);
+  free(j->name);
+  free(j);
+  request_pump(s);
+}
+
+/* The world's store_opener: 1 when o's file is opening on the pool. */
+static int open_elsewhere(void *ud, eu_object *o, int ns, const char *hex) {
+  server *s = ud;
+  char path[4200], err[EU_ERRLEN];
+  const char *name = eu_object_name(o);
+  open_job *j;
+  served_store *ss;
+  if (s->nopening >= EU_SERVE_OPENS || s->stopping || eu_faultsim_active || served_of(s, o) || ns < 0)
+    return 0;
+  if (!(j = calloc(1, sizeof *j))) return 0;
+  j->binding = eu_world_binding_name(s->w, ns);
+  store_path(s, j->binding, hex, path, sizeof path);
+  if ((name && !(j->name = strdup(name))) || !(ss = new_served(s, path, err, sizeof err))) {
+    free(j->name);
+    free(j);
+    return 0;
+  }
+  ss->ns = ns;
+  snprintf(ss->hex, sizeof ss->hex, "%s", hex);
+  ss->obj = o;
+  j->srv = s;
+  j->ss = ss;
+  j->o = o;
+  j->req.data = j;
+  make_room(s);
+  /* a file opened before exists: only one never seen may need a spare */
+  j->spare = seen_before(s, o) ? -1 : pop_spare(s);
+  if (uv_queue_work(&s->loop, &j->req, open_work, open_done) != 0) {
+    if (j->spare >= 0) s->spares[s->nspares++] = j->spare;  /* just taken: there is room */
+    free(ss->path);
+    free(ss);
+    free(j->name);
+    free(j);
+    return 0;
+  }
+  s->nopening++;
+  return 1;
 }
 
 /* Start-up: every object whose file holds an alarm is made known to the world
@@ -2083,7 +2270,7 @@ static void pump(server *s) {
   }
   if (s->failed) begin_stop(s);
   if (eu_world_nresident(s->w) > s->o.max_resident) evict(s, 1);
-  if (s->stopping && !s->conns && !s->syncs_in_flight) {
+  if (s->stopping && !s->conns && !s->syncs_in_flight && !s->nopening) {
     stop_outbound(s);
     close_handle_if_open((uv_handle_t *)&s->timer);
     close_handle_if_open((uv_handle_t *)&s->sweep);
@@ -2133,6 +2320,7 @@ static int start(server *s, char *err, size_t errlen) {
   wo.echo_log = 1;
   wo.hold_wait_until = 1;  /* a worker's waitUntil runs once its response is on its way */
   wo.store_provider = provide_store;
+  wo.store_opener = open_elsewhere;
   wo.store_ud = s;
   wo.berths = s->o.max_awake > 0 ? s->o.max_awake : 0;
   wo.cpu_limit = s->o.cpu_limit;
@@ -2278,6 +2466,7 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
   for (i = 0; i < s->nstores; i++) close_served(s->stores[i]);
   free(s->stores);
   free(s->by_object);
+  free(s->seen);
   free(s->dirty);
   stop_spares(s);
   free(s->blank);

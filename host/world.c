@@ -81,6 +81,7 @@ struct eu_object {
   char tag[96];       /* how the trace names it: DO:POOL(pool) */
   eu_store *store;    /* opened on first use, kept across resets */
   int store_lent;     /* from the world's store provider: not ours to close */
+  int opening;        /* the host opens its store (store_opener): its events are held */
   eu_isolate *iso;    /* NULL until constructed, and again after a reset */
   int dispatch_ref;   /* runtime dispatch function in iso */
   int wire_error_ref; /* runtime.wire_error in iso */
@@ -1078,6 +1079,25 @@ static eu_store *open_store(eu_world *w, eu_object *o, char *err, size_t errlen)
   return o->store;
 }
 
+static int release_all(eu_world *w, eu_object *o, const char *why, int remote, int retryable);
+
+void eu_world_store_opened(eu_world *w, eu_object *o, eu_store *s, const char *err) {
+  char why[EU_ERRLEN];
+  int n;
+  o->opening = 0;
+  why[0] = '\0';
+  if (!s) {
+    snprintf(why, sizeof why, "%s", err && *err ? err : "the object's database could not be opened");
+  } else if (!o->store) {
+    o->store = s;
+    o->store_lent = 1;
+    if (link_limits(w, o) != EU_OK) snprintf(why, sizeof why, "%s", eu_store_errmsg(s));
+    note_resident(w, o);
+  }
+  n = release_all(w, o, why[0] ? why : NULL, 0, 1);
+  if (n && !why[0]) trace(w, "%s  database open: %d held event%s go%s on", o->tag, n, n == 1 ? "" : "s", n == 1 ? "es" : "");
+}
+
 static void log_print(void *ud, const char *msg, size_t len) {
   eu_object *o = ud;
   eu_world *w = o->w;
@@ -1737,6 +1757,7 @@ static eu_object *gated(eu_world *w, const eu_event *ev) {
   case EU_EV_CRASH:
     if (!(t = find_task(w, ev->a))) return NULL;
     o = t->obj;
+    if (o->opening) return o;
     if (!o->gate) return NULL;
     /* the holder, and the branches of eutaxy.all it started, pass */
     for (; t; t = t->parent ? find_task(w, t->parent) : NULL)
@@ -1745,11 +1766,11 @@ static eu_object *gated(eu_world *w, const eu_event *ev) {
   case EU_EV_ALARM:
     if (ev->a < 0 || ev->a >= w->nobjects) return NULL;
     o = w->objects[ev->a];
-    return o->gate ? o : NULL;
+    return o->gate || o->opening ? o : NULL;
   case EU_EV_WS_IN:
     if (ev->a < 1 || ev->a > w->nsocks) return NULL;
     o = w->objects[w->socks[ev->a - 1]->obj];
-    return o->gate ? o : NULL;
+    return o->gate || o->opening ? o : NULL;
   default:
     return NULL;
   }
@@ -1766,14 +1787,15 @@ static int hold(eu_world *w, eu_object *o, const eu_event *ev) {
 
 static void finish(eu_world *w, eu_task *t, int ok, char *data, size_t len);
 
-/* An event o's gate held goes on now, as a new event; or, when the gate
- * broke (fail), a call that never started ends with the gate's error. */
-static void release_held(eu_world *w, eu_object *o, eu_event *ev, int fail) {
+/* An event o held goes on now, as a new event; or, given an error (why),
+ * a call that never started ends with it instead: the broken gate's, or
+ * that of the store that could not be opened (the flags as answer_error's). */
+static void release_held(eu_world *w, eu_event *ev, const char *why, int remote, int retryable) {
   eu_task *t = ev->kind != EU_EV_ALARM ? find_task(w, ev->a) : NULL;
-  if (fail && ev->kind == EU_EV_START && t && !t->co) {
+  if (why && ev->kind == EU_EV_START && t && !t->co) {
     free(ev->data);
-    trace(w, "%s  ends: %s", t->label, o->break_error);
-    answer_error(w, t, "Error", o->break_error, 1, 0);
+    trace(w, "%s  ends: %s", t->label, why);
+    answer_error(w, t, "Error", why, remote, retryable);
     finish(w, t, 0, NULL, 0);
     return;
   }
@@ -1783,11 +1805,9 @@ static void release_held(eu_world *w, eu_object *o, eu_event *ev, int fail) {
   if (eu_sched_push(&w->sched, ev) != EU_OK) free(ev->data);
 }
 
-/* Opens o's gate: what it held goes on, in the order it came (fail: see release_held). */
-static void open_gate(eu_world *w, eu_object *o, int fail) {
+/* What o held goes on, in the order it came (why: see release_held); how many. */
+static int release_all(eu_world *w, eu_object *o, const char *why, int remote, int retryable) {
   int i, n = 0;
-  o->gate = 0;
-  o->gate_depth = 0;
   for (;;) {
     held h;
     for (i = 0; i < w->nheld && w->held[i].obj != o->index; i++) {}
@@ -1796,8 +1816,17 @@ static void open_gate(eu_world *w, eu_object *o, int fail) {
     memmove(&w->held[i], &w->held[i + 1], (size_t)(w->nheld - i - 1) * sizeof *w->held);
     w->nheld--;
     n++;
-    release_held(w, o, &h.ev, fail);
+    release_held(w, &h.ev, why, remote, retryable);
   }
+  return n;
+}
+
+/* Opens o's gate: what it held goes on (fail: the calls held end with its error). */
+static void open_gate(eu_world *w, eu_object *o, int fail) {
+  int n;
+  o->gate = 0;
+  o->gate_depth = 0;
+  n = release_all(w, o, fail ? o->break_error : NULL, 1, 0);
   if (n && !fail) trace(w, "%s  input gate open: %d held event%s go%s on", o->tag, n, n == 1 ? "" : "s", n == 1 ? "es" : "");
 }
 
@@ -2627,12 +2656,19 @@ static void ws_dispatch_due(eu_world *w, int64_t id);
 
 static void dispatch(eu_world *w, eu_event *ev) {
   eu_task *t;
-  eu_object *g = gated(w, ev);
-  if (g) {
+  eu_object *g;
+  if (ev->kind == EU_EV_START && w->o.store_opener && (t = find_task(w, ev->a)) != NULL) {
+    /* a call to an object with no store: the host may open it elsewhere */
+    eu_object *o = t->obj;
+    if (o->ns >= 0 && !o->store && !o->iso && !o->opening && w->o.store_opener(w->o.store_ud, o, o->ns, o->hex))
+      o->opening = 1;
+  }
+  if ((g = gated(w, ev)) != NULL) {
     t = ev->kind != EU_EV_ALARM ? find_task(w, ev->a) : NULL;
     if (hold(w, g, ev) == EU_OK) {
       ev->data = NULL;  /* the held event's now */
-      trace(w, "%s  held: %s is in blockConcurrencyWhile", t ? t->label : g->tag, g->tag);
+      trace(w, "%s  held: %s %s", t ? t->label : g->tag, g->tag,
+            g->opening ? "is opening its database" : "is in blockConcurrencyWhile");
     }
     return;
   }

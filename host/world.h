@@ -117,6 +117,12 @@ typedef struct eu_world_opts {
    * provider's: the world never closes them. */
   eu_store *(*store_provider)(void *ud, int ns, const char *hex, char *err, size_t errlen);
   void *store_ud;
+  /* A host whose stores take long to open (serve) may open them off the
+   * world's thread: asked when a call reaches an object that has no store,
+   * it returns 1 once it began, and the world holds every event of the
+   * object until the host hands the store over (eu_world_store_opened), or
+   * 0 to have store_provider asked now. NULL: never. */
+  int (*store_opener)(void *ud, eu_object *o, int ns, const char *hex);
   /* Where an eutaxy.fetch goes that no service of the world answers. NULL:
    * nowhere, and the fetch raises (check, specs). A host on the network
    * (serve) is handed the waiting task's id and its wire request (encoded,
@@ -327,6 +333,12 @@ const char *eu_object_binding(eu_world *w, eu_object *o);
 const char *eu_object_name(eu_object *o);   /* NULL for an id made by newUniqueId */
 const char *eu_object_hex(eu_object *o);
 eu_store *eu_object_store_if_open(eu_object *o);
+
+/* The store store_opener began to open for o, on the world's thread: s
+ * (the host's, as store_provider's are), or NULL with err saying why it
+ * could not be opened. The events o held go on, in the order they came;
+ * without a store, the calls among them end with err instead. */
+void eu_world_store_opened(eu_world *w, eu_object *o, eu_store *s, const char *err);
 
 /* Eviction, for a host that keeps only some objects resident (serve). An
  * object with no invocation queued, running or waiting, and no alarm

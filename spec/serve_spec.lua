@@ -79,6 +79,30 @@ describe("eutaxy serve", function()
     assert.truthy(log:find("boom on purpose", 1, true))
   end)
 
+  -- An object's file opens on the thread pool while its calls wait; when it
+  -- cannot be opened, each call waiting for it ends with the reason, the
+  -- others are served, and the next call tries the file again.
+  it("answers 500 to every call of an object whose file cannot be opened, and serves the others", function()
+    server = start(state)
+    assert.same({ 200, '{"n":1}' }, { request(server, "POST", "/touch/1") })
+    assert.equal(0, stop(server))
+    local file = sh("ls " .. state .. "/*.sqlite"):match("[^\n]+")
+    assert.truthy(file)
+    local f = assert(io.open(file, "wb"))
+    f:write(("not a database "):rep(600))
+    f:close()
+    os.remove(file .. "-wal")
+    server = start(state)
+    local out = sh(("curl -s --max-time 20 -X POST --parallel -o /dev/null -w '%%{http_code}\\n' "
+      .. "'http://127.0.0.1:%s/touch/1?[1-4]'"):format(server.port))
+    assert.equal("500\n500\n500\n500\n", out)
+    assert.same({ 200, '{"n":1}' }, { request(server, "POST", "/touch/2") })
+    assert.equal(500, (request(server, "POST", "/touch/1")))
+    assert.equal(0, stop(server))
+    local _, n = h.log(server):gsub("fetch raised Error: cannot set up [^\n]*file is not a database", "")
+    assert.equal(5, n, h.log(server))
+  end)
+
   it("answers a malformed request with a 400 and goes on serving", function()
     server = start(state)
     local out = sh(("printf 'GARBAGE\\r\\n\\r\\n' | curl -s --max-time 5 telnet://127.0.0.1:%s")
