@@ -7,10 +7,10 @@
  *
  * SQLite may allocate on any thread, and a block may be freed on another
  * than the one that made it: the meter's counts change with atomic
- * operations, and the current meter is per thread. In the host every
- * SQLite call runs on the thread of its world (serve's thread pool only
- * syncs files), so in practice one thread touches a meter; the atomics are
- * what keeps it correct if that ever changes.
+ * operations, and the current meter is per thread. In the host a store's
+ * SQLite calls run on the thread of its world, but for serve's opening of
+ * an object's file on the thread pool, after which the connection and its
+ * meter move to the world's thread: one thread at a time touches a meter.
  */
 #include <pthread.h>
 #include <stdlib.h>
