@@ -1079,7 +1079,8 @@ static eu_store *open_store(eu_world *w, eu_object *o, char *err, size_t errlen)
   return o->store;
 }
 
-static int release_all(eu_world *w, eu_object *o, const char *why, int remote, int retryable);
+static int release_all(eu_world *w, eu_object *o, const char *why, int remote, int retryable,
+                       int kept);
 
 void eu_world_store_opened(eu_world *w, eu_object *o, eu_store *s, const char *err) {
   char why[EU_ERRLEN];
@@ -1094,7 +1095,7 @@ void eu_world_store_opened(eu_world *w, eu_object *o, eu_store *s, const char *e
     if (link_limits(w, o) != EU_OK) snprintf(why, sizeof why, "%s", eu_store_errmsg(s));
     note_resident(w, o);
   }
-  n = release_all(w, o, why[0] ? why : NULL, 0, 1);
+  n = release_all(w, o, why[0] ? why : NULL, 0, 1, 1);
   if (n && !why[0]) trace(w, "%s  database open: %d held event%s go%s on", o->tag, n, n == 1 ? "" : "s", n == 1 ? "es" : "");
 }
 
@@ -1789,8 +1790,15 @@ static void finish(eu_world *w, eu_task *t, int ok, char *data, size_t len);
 
 /* An event o held goes on now, as a new event; or, given an error (why),
  * a call that never started ends with it instead: the broken gate's, or
- * that of the store that could not be opened (the flags as answer_error's). */
-static void release_held(eu_world *w, eu_event *ev, const char *why, int remote, int retryable) {
+ * that of the store that could not be opened (the flags as answer_error's).
+ * A gate's events go on at the time it opens, tied with one another and
+ * with whatever else is due then (a chooser orders them, or the PRNG).
+ * Kept (a store was opening), an event goes back where it was in the queue,
+ * its time and its place among ties unchanged: the events held go on in
+ * the order they came, before anything that came after them, as if the
+ * opening had taken no time. */
+static void release_held(eu_world *w, eu_event *ev, const char *why, int remote, int retryable,
+                         int kept) {
   eu_task *t = ev->kind != EU_EV_ALARM ? find_task(w, ev->a) : NULL;
   if (why && ev->kind == EU_EV_START && t && !t->co) {
     free(ev->data);
@@ -1799,14 +1807,19 @@ static void release_held(eu_world *w, eu_event *ev, const char *why, int remote,
     finish(w, t, 0, NULL, 0);
     return;
   }
+  if (kept) {  /* back where it was in the queue: its time and its place among ties */
+    if (eu_sched_giveback(&w->sched, ev) != EU_OK) free(ev->data);
+    return;
+  }
   ev->id = eu_mix64(ev->id, 0x6a7eu);  /* another event than the one held, in every run */
   ev->creator = w->step_open ? w->step : -1;
   ev->at = w->sched.now;
   if (eu_sched_push(&w->sched, ev) != EU_OK) free(ev->data);
 }
 
-/* What o held goes on, in the order it came (why: see release_held); how many. */
-static int release_all(eu_world *w, eu_object *o, const char *why, int remote, int retryable) {
+/* What o held goes on, in the order it came (why, kept: see release_held); how many. */
+static int release_all(eu_world *w, eu_object *o, const char *why, int remote, int retryable,
+                       int kept) {
   int i, n = 0;
   for (;;) {
     held h;
@@ -1816,7 +1829,7 @@ static int release_all(eu_world *w, eu_object *o, const char *why, int remote, i
     memmove(&w->held[i], &w->held[i + 1], (size_t)(w->nheld - i - 1) * sizeof *w->held);
     w->nheld--;
     n++;
-    release_held(w, &h.ev, why, remote, retryable);
+    release_held(w, &h.ev, why, remote, retryable, kept);
   }
   return n;
 }
@@ -1826,7 +1839,7 @@ static void open_gate(eu_world *w, eu_object *o, int fail) {
   int n;
   o->gate = 0;
   o->gate_depth = 0;
-  n = release_all(w, o, fail ? o->break_error : NULL, 1, 0);
+  n = release_all(w, o, fail ? o->break_error : NULL, 1, 0, 0);
   if (n && !fail) trace(w, "%s  input gate open: %d held event%s go%s on", o->tag, n, n == 1 ? "" : "s", n == 1 ? "es" : "");
 }
 
