@@ -26,6 +26,7 @@
 #include "eutaxy.h"
 #include "lstore.h"
 #include "fault.h"
+#include "holds.h"
 #include "lagenda.h"
 #include "lcron.h"
 #include "llinecov.h"
@@ -848,6 +849,28 @@ static int w_exec(lua_State *L) {
   return 1;
 }
 
+/* w:holds(ns, hex, name, sql, property) -> true when the property, a
+ * sim.unique or sim.everyRow, holds over the rows of sql (a SELECT *);
+ * false when it fails or is not decided here (holds.h). Writes nothing. */
+static int w_holds(lua_State *L) {
+  lworld *lw = check_world(L);
+  eu_object *o = check_object(L, lw->w, 2);
+  char err[EU_ERRLEN];
+  size_t len;
+  const char *sql = luaL_checklstring(L, 5, &len);
+  eu_store *s;
+  sqlite3_stmt *st = NULL;
+  eu_prop p;
+  if (!eu_prop_read(L, 6, &p) || !(s = eu_object_store_read(lw->w, o, err, sizeof err)) || eu_store_in_turn(s) ||
+      eu_store_prepare(s, sql, len, &st) != EU_OK || !st) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  eu_world_observe(lw->w, o);
+  lua_pushboolean(L, eu_holds_eval(s, st, &p));
+  return 1;
+}
+
 static int w_id_from_name(lua_State *L) {
   lworld *lw = check_world(L);
   int ns = check_ns(L, lw->w, 2);
@@ -1171,6 +1194,7 @@ static const luaL_Reg world_methods[] = {
   {"reset", w_reset},
   {"hibernate", w_hibernate},
   {"exec", w_exec},
+  {"holds", w_holds},
   {"id_from_name", w_id_from_name},
   {"new_unique_id", w_new_unique_id},
   {"has_isolate", w_has_isolate},

@@ -1057,6 +1057,11 @@ eu_store *eu_object_store_outside(eu_world *w, eu_object *o, char *err, size_t e
   return o->store;
 }
 
+eu_store *eu_object_store_read(eu_world *w, eu_object *o, char *err, size_t errlen) {
+  if (o->ns < 0 || !o->store) return eu_object_store(w, o, err, errlen);
+  return o->store;
+}
+
 static eu_store *open_store(eu_world *w, eu_object *o, char *err, size_t errlen) {
   if (!o->store) {
     if (w->o.store_provider) {

@@ -289,17 +289,23 @@ local function new_state(run, kind, task, reads)
                         _reads = reads }, State)
 end
 
+-- How to read the handle's table: the object's id and the query.
+function State:_how(handle)
+  local how = self._reads[handle]
+  if not how then
+    how = { hex = handle.hex or self._world:id_from_name(handle.binding, handle.name),
+            sql = "SELECT * FROM " .. seed.quote_ident(handle.table) }
+    self._reads[handle] = how
+  end
+  return how
+end
+
 -- The table's rows and columns, read once per look and handle.
 function State:_read(handle)
   local cached = self._tables[handle]
   if cached then return cached end
   local w = self._world
-  local how = self._reads[handle]
-  if not how then
-    how = { hex = handle.hex or w:id_from_name(handle.binding, handle.name),
-            sql = "SELECT * FROM " .. seed.quote_ident(handle.table) }
-    self._reads[handle] = how
-  end
+  local how = self:_how(handle)
   local label = handle.name or handle.hex:sub(1, 12)
   local ok, result = pcall(w.exec, w, handle.binding, how.hex, handle.name, how.sql)
   if not ok then
@@ -378,10 +384,27 @@ function State:listDurableObjectIds(binding)
   return out
 end
 
+-- The built-in properties over a table the host decides without making
+-- Lua rows of it, when they hold (host/holds.h); a table this look has
+-- read already is as cheap to look at here.
+local DECIDED_IN_C = { unique = true, everyRow = true }
+
+-- Whether the host says the built-in property holds on the state; false
+-- when it fails or the host cannot say, and check.lua decides.
+function State:_holds(inv)
+  local handle = DECIDED_IN_C[inv.kind] and inv.table
+  if not handle or self._tables[handle] then return false end
+  local w = self._world
+  local ok, how = pcall(self._how, self, handle)
+  if not ok then return false end
+  local done, holds = pcall(w.holds, w, handle.binding, how.hex, handle.name, how.sql, inv)
+  return done and holds == true
+end
+
 -- The first of the properties to fail on the state, or nil.
 local function look(properties, state)
   for _, inv in ipairs(properties) do
-    if inv.kind ~= "sometimes" then
+    if inv.kind ~= "sometimes" and not state:_holds(inv) then
       state._reader = inv.name
       local ok, v = pcall(sim.evaluate, inv, state)
       if not ok then

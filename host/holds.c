@@ -1,0 +1,272 @@
+/*
+ * sim.unique and sim.everyRow over a result's rows, as holds.h says. The
+ * values are compared as check.lua compares the Lua values the rows become
+ * (lstore.c's push_column): an INTEGER is a Lua integer, a REAL a float,
+ * TEXT and BLOB both strings; equal numbers are equal whatever their
+ * subtypes, strings are compared bytewise, and every number sorts before
+ * every string.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "holds.h"
+
+enum { EU_OP_NOTNULL, EU_OP_ISNULL, EU_OP_EQ, EU_OP_NE, EU_OP_LT, EU_OP_LE, EU_OP_GT, EU_OP_GE };
+
+static const char *const op_names[] = {"notNull", "isNull", "eq", "ne", "lt", "le", "gt", "ge", NULL};
+
+/* A string field of the table at idx, or NULL. */
+static const char *string_field(lua_State *L, int idx, const char *k, size_t *n) {
+  const char *s = NULL;
+  if (lua_getfield(L, idx, k) == LUA_TSTRING) s = lua_tolstring(L, -1, n);
+  lua_pop(L, 1);
+  return s;
+}
+
+static int read_cond(lua_State *L, int idx, eu_cond *c) {
+  size_t n;
+  const char *op;
+  int i;
+  if (!(c->column = string_field(L, idx, "column", &n)) || !(op = string_field(L, idx, "op", &n))) return 0;
+  for (i = 0; op_names[i] && strcmp(op_names[i], op) != 0; i++) {}
+  if (!op_names[i]) return 0;
+  c->op = i;
+  c->col = -1;
+  if (c->op == EU_OP_NOTNULL || c->op == EU_OP_ISNULL) return 1;
+  c->type = lua_getfield(L, idx, "value");
+  if (c->type == LUA_TSTRING) {
+    c->s = lua_tolstring(L, -1, &c->n);
+  } else if (c->type == LUA_TNUMBER) {
+    c->isint = lua_isinteger(L, -1);
+    if (c->isint) c->i = lua_tointeger(L, -1);
+    else c->f = lua_tonumber(L, -1);
+    if (!c->isint && isnan(c->f)) c->type = LUA_TNIL;
+  }
+  lua_pop(L, 1);
+  return c->type == LUA_TSTRING || c->type == LUA_TNUMBER;
+}
+
+int eu_prop_read(lua_State *L, int idx, eu_prop *p) {
+  size_t n;
+  const char *kind;
+  int ok = 1, i;
+  idx = lua_absindex(L, idx);
+  if (lua_type(L, idx) != LUA_TTABLE || !(kind = string_field(L, idx, "kind", &n))) return 0;
+  memset(p, 0, sizeof *p);
+  if (strcmp(kind, "unique") == 0) {
+    p->unique = 1;
+    p->n = 1;
+    p->c[0].col = -1;
+    return (p->c[0].column = string_field(L, idx, "column", &n)) != NULL;
+  }
+  if (strcmp(kind, "everyRow") != 0) return 0;
+  if (lua_getfield(L, idx, "conditions") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  n = lua_rawlen(L, -1);
+  if (n < 1 || n > EU_PROP_CONDS) ok = 0;
+  p->n = (int)n;
+  for (i = 0; ok && i < p->n; i++) {
+    ok = lua_rawgeti(L, -1, i + 1) == LUA_TTABLE && read_cond(L, lua_gettop(L), &p->c[i]);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return ok;
+}
+
+/* ---- comparing as Lua does -------------------------------------------- */
+
+#define TWO63 9223372036854775808.0
+
+/* i against f (not NaN), exactly: <0, 0, >0. */
+static int cmp_int_float(sqlite3_int64 i, double f) {
+  double fl;
+  sqlite3_int64 k;
+  if (f >= TWO63) return -1;
+  if (f < -TWO63) return 1;
+  fl = floor(f);
+  k = (sqlite3_int64)fl;  /* in range: -2^63 <= fl < 2^63 */
+  if (i != k) return i < k ? -1 : 1;
+  return fl == f ? 0 : -1;
+}
+
+static int cmp_bytes(const void *a, size_t an, const void *b, size_t bn) {
+  int c = memcmp(a, b, an < bn ? an : bn);
+  if (c) return c < 0 ? -1 : 1;
+  return an == bn ? 0 : an < bn ? -1 : 1;
+}
+
+/* check.lua's compare(value, cond.value) for the column i of st's row,
+ * which is not NULL. */
+static int compare(sqlite3_stmt *st, int i, int type, const eu_cond *c) {
+  if (type == SQLITE_INTEGER || type == SQLITE_FLOAT) {
+    if (c->type == LUA_TSTRING) return -1;
+    if (type == SQLITE_INTEGER) {
+      sqlite3_int64 v = sqlite3_column_int64(st, i);
+      if (c->isint) return v == c->i ? 0 : v < c->i ? -1 : 1;
+      return cmp_int_float(v, c->f);
+    } else {
+      double v = sqlite3_column_double(st, i);
+      if (c->isint) return -cmp_int_float(c->i, v);
+      return v == c->f ? 0 : v < c->f ? -1 : 1;
+    }
+  }
+  if (c->type == LUA_TNUMBER) return 1;
+  if (type == SQLITE_TEXT) {
+    const unsigned char *p = sqlite3_column_text(st, i);
+    return cmp_bytes(p ? (const void *)p : "", p ? (size_t)sqlite3_column_bytes(st, i) : 0, c->s, c->n);
+  } else {
+    const void *p = sqlite3_column_blob(st, i);
+    return cmp_bytes(p ? p : "", p ? (size_t)sqlite3_column_bytes(st, i) : 0, c->s, c->n);
+  }
+}
+
+/* check.lua's holds(value, cond) for st's row. */
+static int meets(sqlite3_stmt *st, const eu_cond *c) {
+  int type = sqlite3_column_type(st, c->col), r;
+  if (c->op == EU_OP_NOTNULL) return type != SQLITE_NULL;
+  if (c->op == EU_OP_ISNULL) return type == SQLITE_NULL;
+  if (type == SQLITE_NULL) return 0;
+  if (type == SQLITE_FLOAT && isnan(sqlite3_column_double(st, c->col))) return 0;
+  r = compare(st, c->col, type, c);
+  switch (c->op) {
+  case EU_OP_EQ: return r == 0;
+  case EU_OP_NE: return r != 0;
+  case EU_OP_LT: return r < 0;
+  case EU_OP_LE: return r <= 0;
+  case EU_OP_GT: return r > 0;
+  default: return r >= 0;
+  }
+}
+
+/* ---- unique ------------------------------------------------------------ */
+
+/* A value as a key of a Lua table: a float with an integer's value is
+ * that integer. */
+typedef struct key {
+  int kind;  /* 0 integer, 1 float, 2 string */
+  sqlite3_int64 i;
+  double f;
+  size_t n, at;  /* a string's bytes, in the keys' byte buffer */
+} key;
+
+typedef struct keys {
+  key *k;
+  size_t n, cap;
+  unsigned char *bytes;
+  size_t used, room;
+} keys;
+
+static const unsigned char *key_bytes;
+
+static int key_cmp(const void *pa, const void *pb) {
+  const key *a = pa, *b = pb;
+  if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+  if (a->kind == 0) return a->i == b->i ? 0 : a->i < b->i ? -1 : 1;
+  if (a->kind == 1) return a->f == b->f ? 0 : a->f < b->f ? -1 : 1;
+  return cmp_bytes(key_bytes + a->at, a->n, key_bytes + b->at, b->n);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+  size_t c = *cap ? *cap : 16;
+  void *q;
+  if (need <= *cap) return 1;
+  while (c < need) c *= 2;
+  if (!(q = realloc(*p, c * size))) return 0;
+  *p = q;
+  *cap = c;
+  return 1;
+}
+
+/* Adds column i of st's row; 0 when memory ran out. */
+static int add_key(keys *ks, sqlite3_stmt *st, int i) {
+  int type = sqlite3_column_type(st, i);
+  key *k;
+  if (type == SQLITE_NULL) return 1;
+  if (!grow((void **)&ks->k, &ks->cap, ks->n + 1, sizeof *ks->k)) return 0;
+  k = &ks->k[ks->n];
+  memset(k, 0, sizeof *k);
+  if (type == SQLITE_INTEGER) {
+    k->kind = 0;
+    k->i = sqlite3_column_int64(st, i);
+  } else if (type == SQLITE_FLOAT) {
+    double f = sqlite3_column_double(st, i);
+    if (isnan(f)) return 1;  /* v == v is false: not counted */
+    if (floor(f) == f && f >= -TWO63 && f < TWO63) {
+      k->kind = 0;
+      k->i = (sqlite3_int64)f;
+    } else {
+      k->kind = 1;
+      k->f = f;
+    }
+  } else {
+    const void *p = type == SQLITE_TEXT ? (const void *)sqlite3_column_text(st, i) : sqlite3_column_blob(st, i);
+    size_t n = p ? (size_t)sqlite3_column_bytes(st, i) : 0;
+    if (!grow((void **)&ks->bytes, &ks->room, ks->used + n + 1, 1)) return 0;
+    if (n) memcpy(ks->bytes + ks->used, p, n);
+    k->kind = 2;
+    k->n = n;
+    k->at = ks->used;
+    ks->used += n;
+  }
+  ks->n++;
+  return 1;
+}
+
+static int all_different(keys *ks) {
+  size_t i;
+  if (ks->n < 2) return 1;
+  key_bytes = ks->bytes;
+  qsort(ks->k, ks->n, sizeof *ks->k, key_cmp);
+  for (i = 1; i < ks->n; i++)
+    if (key_cmp(&ks->k[i - 1], &ks->k[i]) == 0) return 0;
+  return 1;
+}
+
+/* ---- the rows ---------------------------------------------------------- */
+
+/* Each condition's column, the last of that exact name (a Lua row keeps
+ * the last value set under a name); 0 when one is missing. */
+static int find_columns(sqlite3_stmt *st, eu_prop *p) {
+  int ncol = sqlite3_column_count(st), i, j;
+  for (j = 0; j < p->n; j++) {
+    p->c[j].col = -1;
+    for (i = 0; i < ncol; i++) {
+      const char *name = sqlite3_column_name(st, i);
+      if (name && strcmp(name, p->c[j].column) == 0) p->c[j].col = i;
+    }
+    if (p->c[j].col < 0) return 0;
+  }
+  return 1;
+}
+
+int eu_holds_eval(eu_store *s, sqlite3_stmt *st, const eu_prop *prop) {
+  eu_prop p = *prop;
+  keys ks;
+  int rc, holds = 1, j;
+  memset(&ks, 0, sizeof ks);
+  if (!sqlite3_stmt_readonly(st)) {
+    eu_store_reset(s, st);
+    return 0;
+  }
+  /* the names after the first step, which may recompile the statement */
+  rc = eu_store_step(s, st);
+  if (rc < 0 || !find_columns(st, &p)) holds = 0;
+  for (; holds && rc == 1; rc = eu_store_step(s, st)) {
+    if (p.unique) {
+      if (!add_key(&ks, st, p.c[0].col)) holds = 0;
+      continue;
+    }
+    for (j = 0; j < p.n && holds; j++) holds = meets(st, &p.c[j]);
+  }
+  if (rc < 0) holds = 0;
+  if (holds && p.unique) holds = all_different(&ks);
+  eu_store_reset(s, st);
+  free(ks.k);
+  free(ks.bytes);
+  return holds;
+}

@@ -1,0 +1,51 @@
+/*
+ * The checker's built-in properties over a table, sim.unique and
+ * sim.everyRow, decided in C over the rows of a SELECT * without making a
+ * Lua table of each row (lua/eutaxy/check.lua has their definitions).
+ *
+ * Only a pass is final. When a property fails here, or cannot be decided
+ * here (a column it names is not in the result, the query fails, memory
+ * runs out), the checker evaluates it in Lua, which raises the error or
+ * says why it failed. So what is here must never pass where check.lua
+ * fails: spec/holds_differential_spec.lua compares the two on random
+ * tables.
+ */
+#ifndef EUTAXY_HOLDS_H
+#define EUTAXY_HOLDS_H
+
+#include <lua.h>
+
+#include "store.h"
+
+#define EU_PROP_CONDS 16
+
+typedef struct eu_cond {
+  const char *column;
+  int op;           /* EU_OP_* */
+  int type;         /* of the value compared with: LUA_TNUMBER or LUA_TSTRING */
+  int isint;
+  lua_Integer i;
+  double f;
+  const char *s;
+  size_t n;
+  int col;          /* the column's index in the result, or -1 */
+} eu_cond;
+
+typedef struct eu_prop {
+  int unique;       /* sim.unique on c[0].column; else sim.everyRow */
+  int n;
+  eu_cond c[EU_PROP_CONDS];
+} eu_prop;
+
+/* Reads the property at idx (an invariant table from check.lua): 1, or 0
+ * when it is not of a kind decided here (or has more conditions than
+ * EU_PROP_CONDS). Its strings point into the Lua values, which the caller
+ * keeps on the stack while p is used. */
+int eu_prop_read(lua_State *L, int idx, eu_prop *p);
+
+/* Steps st (prepared, a read-only SELECT *) to its end and resets it.
+ * 1 when every row meets p, 0 when one does not or the answer is not
+ * known here. */
+int eu_holds_eval(eu_store *s, sqlite3_stmt *st, const eu_prop *p);
+
+#endif
