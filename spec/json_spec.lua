@@ -122,6 +122,26 @@ describe("eutaxy.json", function()
     it("escapes object keys like other strings", function()
       assert.are.equal('{"a\\"b":1}', json.encode({ ['a"b'] = 1 }))
     end)
+
+    -- The host quotes strings in C (core.json_quote); the pattern it stands
+    -- for is the definition, byte by byte and in runs.
+    it("quotes every byte as the pattern-based escape does", function()
+      local core = require "eutaxy.core"
+      local escapes = { ['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b", ["\f"] = "\\f", ["\n"] = "\\n",
+                        ["\r"] = "\\r", ["\t"] = "\\t", ["\127"] = "\\u007f" }
+      for b = 0, 31 do escapes[string.char(b)] = escapes[string.char(b)] or string.format("\\u%04x", b) end
+      local function by_pattern(s) return '"' .. s:gsub('[%c"\\]', escapes) .. '"' end
+      local all = {}
+      for b = 0, 255 do
+        local c = string.char(b)
+        all[#all + 1] = c
+        assert.are.equal(by_pattern(c), core.json_quote(c))
+        assert.are.equal(by_pattern("x" .. c .. c .. "yz"), core.json_quote("x" .. c .. c .. "yz"))
+      end
+      local s = table.concat(all)
+      assert.are.equal(by_pattern(s .. s), core.json_quote(s .. s))
+      assert.are.equal('""', core.json_quote(""))
+    end)
   end)
 
   describe("encode: errors", function()

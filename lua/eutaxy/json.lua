@@ -11,6 +11,13 @@
 -- cjson.null into nil and integral floats into integers.
 
 local cjson = require "cjson"
+-- Inside an isolate eutaxy.core is the third argument of this chunk; a host
+-- Lua state requires it, and plain Lua may not have it.
+local core = select(3, ...)
+if not core then
+  local ok, m = pcall(require, "eutaxy.core")
+  core = ok and m or nil
+end
 
 local type, next, pairs, ipairs, tostring, tonumber = type, next, pairs, ipairs, tostring, tonumber
 local getmetatable, setmetatable = getmetatable, setmetatable
@@ -60,8 +67,9 @@ end
 escapes["\127"] = "\\u007f"
 
 -- Bytes >= 0x80 pass through untouched: UTF-8 stays readable and nothing
--- is lost for strings that are not valid UTF-8.
-local function encode_string(s)
+-- is lost for strings that are not valid UTF-8. The host does the same in
+-- C (core.json_quote) where eutaxy.core is loaded.
+local encode_string = core and core.json_quote or function(s)
   return '"' .. s:gsub('[%c"\\]', escapes) .. '"'
 end
 
