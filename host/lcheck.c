@@ -37,6 +37,7 @@
 #include "explore.h"
 #include "fault.h"
 #include "faultsim.h"
+#include "holds.h"
 #include "lcore.h"
 #include "linecov.h"
 #include "store.h"
@@ -100,9 +101,20 @@ typedef struct rck {
   long rstep;
 } rck;
 
+/* An end-of-run property the host decides when it holds (holds.h). Its
+ * strings are the options table's, which outlives the search. */
+typedef struct decided {
+  const char *binding, *name, *sql;
+  size_t namelen, sqllen;
+  char hex[65];             /* worked out from the name at the first run if not given */
+  eu_prop p;
+} decided;
+
 typedef struct xctx {
   lua_State *L;
   int check_idx;            /* the check function, on L's stack */
+  decided *decided;         /* when every end-of-run property is one: a run */
+  int ndecided;             /* where they all hold needs no call of check */
   eu_world_opts wo;
   eu_spares *spares;        /* wo.spares: arenas left by the worlds gone */
   eu_buf spares_key;        /* what their boot images were built for (take_spares) */
@@ -264,6 +276,7 @@ void eu_check_release(void) {
 
 static void free_ctx(xctx *x) {
   int i;
+  free(x->decided);
   drop_world(x);
   leave_spares(x);
   for (i = 0; i < x->caprcks; i++) {
@@ -312,6 +325,35 @@ static int ctx_gc(lua_State *L) {
 }
 
 /* ---- reading the options ---------------------------------------------- */
+
+/* decided: { {binding=, name=, hex=, sql=, property=}, ... }, or absent. */
+static void read_decided(lua_State *L, xctx *x) {
+  int n, i;
+  lua_getfield(L, 1, "decided");
+  n = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
+  if (n > 0 && !(x->decided = calloc((size_t)n, sizeof *x->decided))) luaL_error(L, "out of memory");
+  for (i = 0; i < n; i++) {
+    decided *d = &x->decided[i];
+    int t;
+    const char *hex;
+    lua_rawgeti(L, -1, i + 1);
+    t = lua_gettop(L);
+    d->binding = opt_str(L, t, "binding");
+    lua_getfield(L, t, "name");
+    d->name = lua_tolstring(L, -1, &d->namelen);
+    lua_getfield(L, t, "sql");
+    d->sql = lua_tolstring(L, -1, &d->sqllen);
+    hex = opt_str(L, t, "hex");
+    lua_getfield(L, t, "property");
+    if (!d->binding || !d->sql || (!hex && !d->name) || (hex && strlen(hex) != 64) ||
+        !eu_prop_read(L, -1, &d->p))
+      luaL_error(L, "core.explore: decided[%d] is not a property the host decides", i + 1);
+    if (hex) memcpy(d->hex, hex, 65);
+    lua_settop(L, t - 1);
+  }
+  x->ndecided = n;
+  lua_pop(L, 1);
+}
 
 static void read_world(lua_State *L, xctx *x) {
   int n, i;
@@ -1114,12 +1156,40 @@ static int get_answers(lua_State *L) {
   return 1;
 }
 
-/* Calls check(run); returns 1 violated, 0 held, <0 if check raised. */
+/* Whether every decided property holds at the end of the run in w: 0
+ * when one fails or the host cannot tell. */
+static int decided_hold(xctx *x, eu_world *w) {
+  char err[EU_ERRLEN];
+  int i;
+  for (i = 0; i < x->ndecided; i++) {
+    decided *d = &x->decided[i];
+    int ns = eu_world_binding(w, d->binding);
+    eu_object *o;
+    eu_store *s;
+    sqlite3_stmt *st = NULL;
+    if (ns < 0 || (!d->hex[0] && eu_world_id_from_name(w, ns, d->name, d->namelen, d->hex) != EU_OK)) return 0;
+    if (!(o = eu_world_object_named(w, ns, d->hex, d->name, d->namelen, err, sizeof err)) ||
+        !(s = eu_object_store_read(w, o, err, sizeof err)) || eu_store_in_turn(s) ||
+        eu_store_prepare(s, d->sql, d->sqllen, &st) != EU_OK || !st)
+      return 0;
+    eu_world_observe(w, o);
+    if (!eu_holds_eval(s, st, &d->p)) return 0;
+  }
+  return 1;
+}
+
+/* Calls check(run); returns 1 violated, 0 held, <0 if check raised. A run
+ * that settled, where nothing was uncaught or undeclared and every
+ * property is one the host decides and holds, has held without the call
+ * (the options' decided says when that is so); check raises no error there. */
 static int evaluate(xctx *x, eu_world *w, const eu_drive_answer *answers, uint64_t events,
                     int settled, char *err, size_t errlen) {
   lua_State *L = x->L;
   int top = lua_gettop(L), v = 0;
   run_args a;
+  if (x->ndecided && settled && !x->keep && !eu_world_uncaught(w) && !eu_world_undeclared(w) &&
+      decided_hold(x, w))
+    return 0;
   a.x = x;
   a.w = w;
   a.answers = answers;
@@ -1573,6 +1643,7 @@ static int l_explore(lua_State *L) {
   if (!(x->reached = calloc((size_t)(x->nprobes ? x->nprobes : 1), 1))) luaL_error(L, "out of memory");
   read_world(L, x);
   read_events(L, x);
+  read_decided(L, x);
   x->keep = opt_bool(L, 1, "trace");
   x->determinism = opt_bool(L, 1, "checkDeterminism");
   x->target = opt_str(L, 1, "target");

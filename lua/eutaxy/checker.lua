@@ -401,6 +401,22 @@ function State:_holds(inv)
   return done and holds == true
 end
 
+-- When every end-of-run property is one the host decides, the host checks
+-- a run's end without calling check_run where they all hold
+-- (core.explore's decided): nothing else is looked at there then (no
+-- probes, no end states, no answers of an RPC drive). nil otherwise.
+local function decided_in_host(scenario)
+  if scenario.end_states or #scenario.probes > 0 or scenario.drive.kind == "rpc" then return nil end
+  local list = {}
+  for _, inv in ipairs(scenario.invariants) do
+    if not DECIDED_IN_C[inv.kind] then return nil end
+    local handle = inv.table
+    list[#list + 1] = { binding = handle.binding, name = handle.name, hex = handle.hex,
+                        sql = "SELECT * FROM " .. seed.quote_ident(handle.table), property = inv }
+  end
+  return #list > 0 and list or nil
+end
+
 -- The first of the properties to fail on the state, or nil.
 local function look(properties, state)
   for _, inv in ipairs(properties) do
@@ -1047,7 +1063,7 @@ local function run_check(o)
     crons = p.crons, maxCrons = b.cronsPerRun or -1, config = p.config,
     setup = setup_fn(scenario), check = protect(check_run, scenario, reached),
     turn = (#scenario.always > 0 or #scenario.probes > 0) and protect(check_turn, scenario, reached) or nil,
-    always = #scenario.always, probes = #scenario.probes,
+    always = #scenario.always, probes = #scenario.probes, decided = decided_in_host(scenario),
     checkDeterminism = o.determinism, jobs = o.jobs, shardK = o.shard_k, shardN = o.shard_n,
     reduction = not o.no_reduction,
     restore = not o.no_restore,
