@@ -27,7 +27,7 @@
 #include "lstore.h"
 #include "fault.h"
 #include "holds.h"
-#include "sandbox.h"
+#include "ljson.h"
 #include "lagenda.h"
 #include "lcron.h"
 #include "llinecov.h"
@@ -541,50 +541,6 @@ static int c_ws_auto_at(lua_State *L) {
   return 1;
 }
 
-/* json_quote(s) -> s as a JSON string, as eutaxy.json writes strings: the
- * quote, the backslash and the control bytes (0-31 and 127) escaped, every
- * other byte as it is (UTF-8 stays readable; no byte is lost). */
-static int json_quote(lua_State *L, int metered) {
-  static const char hex[] = "0123456789abcdef";
-  size_t n, i, from = 0;
-  const unsigned char *s = (const unsigned char *)luaL_checklstring(L, 1, &n);
-  luaL_Buffer b;
-  if (metered) eu_sandbox_charge(L, (int64_t)(n / 64), "json");  /* a VM instruction a 64 bytes, as copies */
-  luaL_buffinitsize(L, &b, n + 2);
-  luaL_addchar(&b, '"');
-  for (i = 0; i < n; i++) {
-    unsigned char c = s[i];
-    char esc[7];
-    size_t k = 2;
-    if (c >= 32 && c != '"' && c != '\\' && c != 127) continue;
-    luaL_addlstring(&b, (const char *)s + from, i - from);
-    from = i + 1;
-    esc[0] = '\\';
-    switch (c) {
-    case '"': esc[1] = '"'; break;
-    case '\\': esc[1] = '\\'; break;
-    case '\b': esc[1] = 'b'; break;
-    case '\f': esc[1] = 'f'; break;
-    case '\n': esc[1] = 'n'; break;
-    case '\r': esc[1] = 'r'; break;
-    case '\t': esc[1] = 't'; break;
-    default:
-      memcpy(esc + 1, "u00", 3);
-      esc[4] = hex[c >> 4];
-      esc[5] = hex[c & 15];
-      k = 6;
-    }
-    luaL_addlstring(&b, esc, k);
-  }
-  luaL_addlstring(&b, (const char *)s + from, n - from);
-  luaL_addchar(&b, '"');
-  luaL_pushresult(&b);
-  return 1;
-}
-
-static int c_json_quote(lua_State *L) { return json_quote(L, 1); }
-static int l_json_quote(lua_State *L) { return json_quote(L, 0); }
-
 static const luaL_Reg isolate_funcs[] = {
   {"abort", c_abort},
   {"all", c_all},
@@ -598,7 +554,8 @@ static const luaL_Reg isolate_funcs[] = {
   {"gate", c_gate},
   {"id_class", c_id_class},
   {"in_invocation", c_in_invocation},
-  {"json_quote", c_json_quote},
+  {"json_encode", eu_json_encode_metered},
+  {"json_quote", eu_json_quote_metered},
   {"no_retry", c_no_retry},
   {"uuid", c_uuid},
   {"visit_reply", c_visit_reply},
@@ -1356,7 +1313,8 @@ static const luaL_Reg host_funcs[] = {
   {"world", l_world},
   {"id_class", c_id_class},
   {"fnv1a64", l_fnv1a64},
-  {"json_quote", l_json_quote},
+  {"json_encode", eu_json_encode},
+  {"json_quote", eu_json_quote},
   {"lua_files", l_lua_files},
   {NULL, NULL}
 };

@@ -144,6 +144,70 @@ describe("eutaxy.json", function()
     end)
   end)
 
+  -- json.encode runs the host's encoder (host/ljson.c) and json.lua's only
+  -- where that one gives up: the two must give the same text wherever the
+  -- host's answers, and the host must answer wherever json.lua does for
+  -- plain values (no other metatable, no nesting past 100).
+  describe("encode: the host's encoder against json.lua's", function()
+    local core = require "eutaxy.core"
+    local array_mt = getmetatable(json.array())
+    local rng = 4
+    local function random(n)
+      rng = (rng * 1103515245 + 12345) % 2147483648
+      return rng % n + 1
+    end
+    local SCALARS = { 0, 1, -1, 42, math.maxinteger, math.mininteger, 0.0, -0.0, 0.1, 1.5, -2.5, 1e300, 1e-300,
+                      2 ^ 53, 2 ^ 63, 123456789.125, 1 / 3, 100.0, true, false, "", "a", "key", "x\"y", "\\",
+                      "\n\0\127", "é✓", "\255", json.null }
+    local KEYS = { "a", "b", "ab", "B", "", "a\0b", "é", "\255", "z", "_", "1" }
+    local BAD = { 0 / 0, math.huge, -math.huge, print, coroutine.create(print), io and io.stdout }
+    local function value(depth)
+      local r = random(10)
+      if depth > 3 or r <= 4 then return SCALARS[random(#SCALARS)] end
+      if r == 5 and random(4) == 1 then return BAD[random(#BAD)] end
+      local t = {}
+      if r <= 7 then
+        for i = 1, random(4) - 1 do t[i] = value(depth + 1) end
+        if random(6) == 1 then t[#t + 2] = 1 end          -- sparse
+        if random(5) == 1 then json.array(t) end
+      else
+        for _ = 1, random(4) - 1 do t[KEYS[random(#KEYS)]] = value(depth + 1) end
+        if random(8) == 1 then t[1] = true end             -- mixed
+        if random(10) == 1 then t[2.5] = 1 end             -- a float key
+        if random(10) == 1 then json.array(t) end
+      end
+      return t
+    end
+
+    it("gives json.lua's text, or leaves the value to it where json.lua raises", function()
+      local answered, raised = 0, 0
+      for _ = 1, 4000 do
+        local v = value(0)
+        local text = core.json_encode(v, array_mt, json.null)
+        local ok, lua_text = pcall(json._encode_in_lua, v)
+        if ok then
+          assert.are.equal(lua_text, text)
+          answered = answered + 1
+        else
+          assert.is_nil(text, lua_text)
+          raised = raised + 1
+        end
+      end
+      assert.is_true(answered > 1000 and raised > 300, answered .. " answered, " .. raised .. " raised")
+    end)
+
+    it("leaves cycles, deep nesting and other metatables to json.lua", function()
+      local cycle = {}
+      cycle.self = cycle
+      assert.is_nil(core.json_encode(cycle, array_mt, json.null))
+      local deep = {}
+      for _ = 1, 150 do deep = { deep } end
+      assert.is_nil(core.json_encode(deep, array_mt, json.null))
+      assert.are.equal(json._encode_in_lua(deep), json.encode(deep))
+      assert.is_nil(core.json_encode(setmetatable({}, {}), array_mt, json.null))
+    end)
+  end)
+
   describe("encode: errors", function()
     it("names the path of a function it cannot encode", function()
       assert.has_error(function() json.encode({ items = { 1, print } }) end,

@@ -1,0 +1,258 @@
+/*
+ * eutaxy.json's encoder in C: ljson.h says what, lua/eutaxy/json.lua is the
+ * definition. The text is built in a userdata on the Lua stack that grows
+ * by replacement, so an error raised while encoding (memory, the CPU
+ * meter) leaves nothing to free.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "ljson.h"
+#include "sandbox.h"
+
+#define MAX_DEPTH 100
+
+typedef struct out {
+  lua_State *L;
+  char *p;
+  size_t n, cap;
+  int slot;       /* the userdata holding p, on the stack */
+  int array_mt;   /* stack index of json.array's metatable */
+  int null;       /* stack index of json.null */
+  int64_t values;
+} out;
+
+static void reserve(out *o, size_t n) {
+  size_t cap;
+  char *q;
+  if (o->cap - o->n >= n) return;
+  cap = o->cap * 2;
+  while (cap - o->n < n) cap *= 2;
+  q = lua_newuserdatauv(o->L, cap, 0);
+  memcpy(q, o->p, o->n);
+  lua_replace(o->L, o->slot);
+  o->p = q;
+  o->cap = cap;
+}
+
+static void put(out *o, const char *s, size_t n) {
+  reserve(o, n);
+  memcpy(o->p + o->n, s, n);
+  o->n += n;
+}
+
+/* The quote, the backslash and the control bytes (0-31 and 127) escaped,
+ * every other byte as it is, as json.lua's encode_string. */
+static void put_quoted(out *o, const unsigned char *s, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  size_t i, from = 0;
+  reserve(o, n + 2);
+  o->p[o->n++] = '"';
+  for (i = 0; i < n; i++) {
+    unsigned char c = s[i];
+    char esc[6];
+    size_t k = 2;
+    if (c >= 32 && c != '"' && c != '\\' && c != 127) continue;
+    put(o, (const char *)s + from, i - from);
+    from = i + 1;
+    esc[0] = '\\';
+    switch (c) {
+    case '"': esc[1] = '"'; break;
+    case '\\': esc[1] = '\\'; break;
+    case '\b': esc[1] = 'b'; break;
+    case '\f': esc[1] = 'f'; break;
+    case '\n': esc[1] = 'n'; break;
+    case '\r': esc[1] = 'r'; break;
+    case '\t': esc[1] = 't'; break;
+    default:
+      memcpy(esc + 1, "u00", 3);
+      esc[4] = hex[c >> 4];
+      esc[5] = hex[c & 15];
+      k = 6;
+    }
+    put(o, esc, k);
+  }
+  put(o, (const char *)s + from, n - from);
+  put(o, "\"", 1);
+}
+
+/* The first of %.14g .. %.17g that reads back as v, as json.lua's
+ * encode_float; 0 for NaN and the infinities, which it raises on. */
+static int put_float(out *o, double v) {
+  char buf[64];
+  int precision, n = 0;
+  if (isnan(v) || isinf(v)) return 0;
+  for (precision = 14; precision <= 17; precision++) {
+    n = snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (precision == 17 || strtod(buf, NULL) == v) break;
+  }
+  put(o, buf, (size_t)n);
+  return 1;
+}
+
+typedef struct skey {
+  const char *s;
+  size_t n;
+} skey;
+
+static int skey_cmp(const void *pa, const void *pb) {
+  const skey *a = pa, *b = pb;
+  int c = memcmp(a->s, b->s, a->n < b->n ? a->n : b->n);
+  if (c) return c;
+  return a->n == b->n ? 0 : a->n < b->n ? -1 : 1;
+}
+
+static int put_value(out *o, int idx, int depth);
+
+/* The table at idx (absolute); 0 when json.lua is to say it. */
+static int put_table(out *o, int idx, int depth) {
+  lua_State *L = o->L;
+  lua_Integer count = 0, max_index = 0, i;
+  size_t nkeys = 0, k;
+  skey *keys = NULL;
+  int marked = 0, keys_slot;
+  if (depth > MAX_DEPTH || !lua_checkstack(L, 6)) return 0;
+  if (lua_getmetatable(L, idx)) {
+    marked = lua_rawequal(L, -1, o->array_mt);
+    lua_pop(L, 1);
+    if (!marked) return 0;  /* getmetatable may answer otherwise */
+  }
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      nkeys++;
+    } else if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 1) {
+      count++;
+      if (lua_tointeger(L, -1) > max_index) max_index = lua_tointeger(L, -1);
+    } else {
+      lua_pop(L, 1);
+      return 0;
+    }
+  }
+  if ((count > 0 && nkeys > 0) || (marked && nkeys > 0)) return 0;
+  if (count > 0 || marked) {
+    if (max_index != count) return 0;
+    put(o, "[", 1);
+    for (i = 1; i <= count; i++) {
+      if (i > 1) put(o, ",", 1);
+      lua_rawgeti(L, idx, i);
+      if (!put_value(o, lua_gettop(L), depth + 1)) return 0;
+      lua_pop(L, 1);
+    }
+    put(o, "]", 1);
+    return 1;
+  }
+  if (nkeys == 0) {
+    put(o, "{}", 2);
+    return 1;
+  }
+  /* the keys, sorted bytewise (json.lua's order in every locale) */
+  keys = lua_newuserdatauv(L, nkeys * sizeof *keys, 0);
+  keys_slot = lua_gettop(L);
+  k = 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) == LUA_TSTRING && k < nkeys) {
+      keys[k].s = lua_tolstring(L, -1, &keys[k].n);  /* the table keeps it */
+      k++;
+    }
+  }
+  qsort(keys, nkeys, sizeof *keys, skey_cmp);
+  put(o, "{", 1);
+  for (k = 0; k < nkeys; k++) {
+    if (k > 0) put(o, ",", 1);
+    put_quoted(o, (const unsigned char *)keys[k].s, keys[k].n);
+    put(o, ":", 1);
+    lua_pushlstring(L, keys[k].s, keys[k].n);
+    lua_rawget(L, idx);
+    if (!put_value(o, lua_gettop(L), depth + 1)) return 0;
+    lua_pop(L, 1);
+  }
+  put(o, "}", 1);
+  lua_settop(L, keys_slot - 1);
+  return 1;
+}
+
+static int put_value(out *o, int idx, int depth) {
+  lua_State *L = o->L;
+  o->values++;
+  switch (lua_type(L, idx)) {
+  case LUA_TSTRING: {
+    size_t n;
+    const char *s = lua_tolstring(L, idx, &n);
+    put_quoted(o, (const unsigned char *)s, n);
+    return 1;
+  }
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, idx)) {
+      char buf[32];
+      int n = snprintf(buf, sizeof buf, "%lld", (long long)lua_tointeger(L, idx));
+      put(o, buf, (size_t)n);
+      return 1;
+    }
+    return put_float(o, (double)lua_tonumber(L, idx));
+  case LUA_TBOOLEAN:
+    if (lua_toboolean(L, idx)) put(o, "true", 4);
+    else put(o, "false", 5);
+    return 1;
+  case LUA_TNIL:
+    put(o, "null", 4);
+    return 1;
+  case LUA_TLIGHTUSERDATA:
+    if (!lua_rawequal(L, idx, o->null)) return 0;
+    put(o, "null", 4);
+    return 1;
+  case LUA_TTABLE:
+    return put_table(o, idx, depth);
+  default:
+    return 0;
+  }
+}
+
+static int json_encode(lua_State *L, int metered) {
+  out o;
+  int ok;
+  lua_settop(L, 3);
+  memset(&o, 0, sizeof o);
+  o.L = L;
+  o.array_mt = 2;
+  o.null = 3;
+  o.cap = 256;
+  o.p = lua_newuserdatauv(L, o.cap, 0);
+  o.slot = lua_gettop(L);
+  ok = put_value(&o, 1, 0);
+  if (metered) eu_sandbox_charge(L, (int64_t)(o.n / 64) + o.values, "json.encode");
+  if (!ok) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_pushlstring(L, o.p, o.n);
+  return 1;
+}
+
+static int json_quote(lua_State *L, int metered) {
+  out o;
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  memset(&o, 0, sizeof o);
+  o.L = L;
+  if (metered) eu_sandbox_charge(L, (int64_t)(n / 64), "json");
+  o.cap = n + 16;
+  o.p = lua_newuserdatauv(L, o.cap, 0);
+  o.slot = lua_gettop(L);
+  put_quoted(&o, (const unsigned char *)s, n);
+  lua_pushlstring(L, o.p, o.n);
+  return 1;
+}
+
+int eu_json_quote(lua_State *L) { return json_quote(L, 0); }
+int eu_json_quote_metered(lua_State *L) { return json_quote(L, 1); }
+int eu_json_encode(lua_State *L) { return json_encode(L, 0); }
+int eu_json_encode_metered(lua_State *L) { return json_encode(L, 1); }
