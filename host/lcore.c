@@ -554,7 +554,7 @@ static const luaL_Reg isolate_funcs[] = {
   {"gate", c_gate},
   {"id_class", c_id_class},
   {"in_invocation", c_in_invocation},
-  {"json_encode", eu_json_encode_metered},
+  {"json_encoder", eu_json_encoder_metered},
   {"json_quote", eu_json_quote_metered},
   {"no_retry", c_no_retry},
   {"uuid", c_uuid},
@@ -1313,7 +1313,7 @@ static const luaL_Reg host_funcs[] = {
   {"world", l_world},
   {"id_class", c_id_class},
   {"fnv1a64", l_fnv1a64},
-  {"json_encode", eu_json_encode},
+  {"json_encoder", eu_json_encoder},
   {"json_quote", eu_json_quote},
   {"lua_files", l_lua_files},
   {NULL, NULL}

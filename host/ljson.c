@@ -24,8 +24,19 @@ typedef struct out {
   int slot;       /* the userdata holding p, on the stack */
   int array_mt;   /* stack index of json.array's metatable */
   int null;       /* stack index of json.null */
-  int64_t values;
+  int metered;
+  int64_t values;     /* values written and not charged yet */
+  size_t charged;     /* bytes of p charged */
 } out;
+
+/* An isolate's meter: a VM instruction a value and a 64 bytes written,
+ * charged as the walk goes, so a huge value stops where the budget ends. */
+static void charge(out *o) {
+  if (!o->metered) return;
+  eu_sandbox_charge(o->L, o->values + (int64_t)((o->n - o->charged) / 64), "json.encode");
+  o->values = 0;
+  o->charged = o->n - (o->n - o->charged) % 64;
+}
 
 static void reserve(out *o, size_t n) {
   size_t cap;
@@ -182,7 +193,7 @@ static int put_table(out *o, int idx, int depth) {
 
 static int put_value(out *o, int idx, int depth) {
   lua_State *L = o->L;
-  o->values++;
+  if (++o->values >= 256) charge(o);
   switch (lua_type(L, idx)) {
   case LUA_TSTRING: {
     size_t n;
@@ -216,24 +227,43 @@ static int put_value(out *o, int idx, int depth) {
   }
 }
 
+/* json.encode: the closure json_encoder makes, with json.array's
+ * metatable, json.null and json.lua's encoder as its upvalues. */
 static int json_encode(lua_State *L, int metered) {
   out o;
   int ok;
-  lua_settop(L, 3);
+  lua_settop(L, 1);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_pushvalue(L, lua_upvalueindex(2));
   memset(&o, 0, sizeof o);
   o.L = L;
   o.array_mt = 2;
   o.null = 3;
+  o.metered = metered;
   o.cap = 256;
   o.p = lua_newuserdatauv(L, o.cap, 0);
   o.slot = lua_gettop(L);
   ok = put_value(&o, 1, 0);
-  if (metered) eu_sandbox_charge(L, (int64_t)(o.n / 64) + o.values, "json.encode");
-  if (!ok) {
-    lua_pushnil(L);
+  charge(&o);
+  if (!ok) {  /* json.lua's encoder says what is wrong, or encodes what is deep */
+    lua_settop(L, 1);
+    lua_pushvalue(L, lua_upvalueindex(3));
+    lua_insert(L, 1);
+    lua_call(L, 1, 1);
     return 1;
   }
   lua_pushlstring(L, o.p, o.n);
+  return 1;
+}
+
+static int encode_metered(lua_State *L) { return json_encode(L, 1); }
+static int encode_plain(lua_State *L) { return json_encode(L, 0); }
+
+static int json_encoder(lua_State *L, lua_CFunction fn) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  lua_settop(L, 3);
+  lua_pushcclosure(L, fn, 3);
   return 1;
 }
 
@@ -254,5 +284,5 @@ static int json_quote(lua_State *L, int metered) {
 
 int eu_json_quote(lua_State *L) { return json_quote(L, 0); }
 int eu_json_quote_metered(lua_State *L) { return json_quote(L, 1); }
-int eu_json_encode(lua_State *L) { return json_encode(L, 0); }
-int eu_json_encode_metered(lua_State *L) { return json_encode(L, 1); }
+int eu_json_encoder(lua_State *L) { return json_encoder(L, encode_plain); }
+int eu_json_encoder_metered(lua_State *L) { return json_encoder(L, encode_metered); }

@@ -3,13 +3,15 @@
  * definition; spec/json_spec.lua compares the two).
  *
  * json_quote(s): s as a JSON string.
- * json_encode(value, array_mt, null): the text json.encode gives for value,
- * or nil for anything json.encode raises on or the encoder here leaves to
- * it (a table with another metatable, nesting deeper than 100): the caller
- * then runs json.encode, which says what is wrong.
+ * json_encoder(array_mt, null, encode): json.encode, a C function that
+ * gives the text json.lua's encode gives, and calls encode (json.lua's)
+ * for anything that raises on or that it leaves to it (a table with
+ * another metatable, nesting deeper than 100).
  *
  * The _metered forms are an isolate's: they charge its CPU meter a VM
- * instruction for each 64 bytes they read or write and for each value.
+ * instruction for each 64 bytes they read or write and for each value,
+ * json.encode as it goes. So a stop names the user's line, json.encode
+ * being the C function the user's code calls.
  */
 #ifndef EUTAXY_LJSON_H
 #define EUTAXY_LJSON_H
@@ -18,7 +20,7 @@
 
 int eu_json_quote(lua_State *L);
 int eu_json_quote_metered(lua_State *L);
-int eu_json_encode(lua_State *L);
-int eu_json_encode_metered(lua_State *L);
+int eu_json_encoder(lua_State *L);
+int eu_json_encoder_metered(lua_State *L);
 
 #endif

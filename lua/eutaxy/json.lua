@@ -224,8 +224,6 @@ encode_value = function(v, st)
   end
 end
 
-local c_encode = core and core.json_encode
-
 local function encode_in_lua(value)
   local st = { out = {}, seen = {}, keys = {}, depth = 0, less = key_order() }
   encode_value(value, st)
@@ -240,17 +238,12 @@ end
 --- an empty table as {} unless marked with json.array.
 ---@param value any
 ---@return string
-function json.encode(value)
-  -- The host's encoder (host/ljson.c) gives the same text, and nil for
-  -- what is said here.
-  if c_encode then
-    local text = c_encode(value, array_mt, json.null)
-    if text then return text end
-  end
-  return encode_in_lua(value)
-end
+json.encode = encode_in_lua
+-- The host's encoder (host/ljson.c), where eutaxy.core is loaded: the same
+-- text, and json.lua's encoder called for what it leaves to it.
+if core and core.json_encoder then json.encode = core.json_encoder(array_mt, json.null, encode_in_lua) end
 
--- The encoder above in Lua alone, for the spec that compares the two.
+-- The encoder in Lua alone, for the spec that compares the two.
 json._encode_in_lua = encode_in_lua
 
 -- Decoding ---------------------------------------------------------------
