@@ -123,3 +123,14 @@ char *eu_buf_take(eu_buf *b, size_t *n) {
   eu_buf_init(b);
   return p;
 }
+
+int eu_bytes_cmp(const void *a, size_t an, const void *b, size_t bn) {
+  int c = memcmp(a, b, an < bn ? an : bn);
+  if (c) return c;
+  return an < bn ? -1 : an > bn;
+}
+
+int eu_span_cmp(const void *a, const void *b) {
+  const eu_span *x = a, *y = b;
+  return eu_bytes_cmp(x->p, x->n, y->p, y->n);
+}

@@ -38,6 +38,18 @@ int eu_buf_printf(eu_buf *b, const char *fmt, ...)
 #endif
   ;
 int eu_buf_vprintf(eu_buf *b, const char *fmt, va_list ap);
+
+/* Bytes against bytes as memcmp, the shorter first where one begins the
+ * other: <0, 0 or >0 (SQLite's BINARY order, and Lua's in the C locale). */
+int eu_bytes_cmp(const void *a, size_t an, const void *b, size_t bn);
+
+/* Bytes another owns (a Lua string, say), and qsort's comparator of two
+ * spans by eu_bytes_cmp. */
+typedef struct eu_span {
+  const char *p;
+  size_t n;
+} eu_span;
+int eu_span_cmp(const void *a, const void *b);
 /* Unsigned LEB128 and zigzag signed varints, as the value encoding uses them. */
 int eu_buf_putu(eu_buf *b, uint64_t v);
 int eu_buf_puti(eu_buf *b, int64_t v);

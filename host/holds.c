@@ -12,6 +12,8 @@
 
 #include <sqlite3.h>
 
+#include "buf.h"
+#include "eutaxy.h"
 #include "holds.h"
 
 enum { EU_OP_NOTNULL, EU_OP_ISNULL, EU_OP_EQ, EU_OP_NE, EU_OP_LT, EU_OP_LE, EU_OP_GT, EU_OP_GE };
@@ -78,6 +80,35 @@ int eu_prop_read(lua_State *L, int idx, eu_prop *p) {
   return ok;
 }
 
+static char *own(char **at, const char *s, size_t n) {
+  char *p = *at;
+  memcpy(p, s, n);
+  p[n] = '\0';
+  *at += n + 1;
+  return p;
+}
+
+int eu_prop_own(eu_prop *p) {
+  size_t need = 0;
+  char *at;
+  int j;
+  for (j = 0; j < p->n; j++) {
+    need += strlen(p->c[j].column) + 1;
+    if (p->c[j].s) need += p->c[j].n + 1;
+  }
+  if (!(p->owned = at = malloc(need ? need : 1))) return EU_ENOMEM;
+  for (j = 0; j < p->n; j++) {
+    p->c[j].column = own(&at, p->c[j].column, strlen(p->c[j].column));
+    if (p->c[j].s) p->c[j].s = own(&at, p->c[j].s, p->c[j].n);
+  }
+  return EU_OK;
+}
+
+void eu_prop_free(eu_prop *p) {
+  free(p->owned);
+  p->owned = NULL;
+}
+
 /* ---- comparing as Lua does -------------------------------------------- */
 
 #define TWO63 9223372036854775808.0
@@ -92,12 +123,6 @@ static int cmp_int_float(sqlite3_int64 i, double f) {
   k = (sqlite3_int64)fl;  /* in range: -2^63 <= fl < 2^63 */
   if (i != k) return i < k ? -1 : 1;
   return fl == f ? 0 : -1;
-}
-
-static int cmp_bytes(const void *a, size_t an, const void *b, size_t bn) {
-  int c = memcmp(a, b, an < bn ? an : bn);
-  if (c) return c < 0 ? -1 : 1;
-  return an == bn ? 0 : an < bn ? -1 : 1;
 }
 
 /* check.lua's compare(value, cond.value) for the column i of st's row,
@@ -118,10 +143,10 @@ static int compare(sqlite3_stmt *st, int i, int type, const eu_cond *c) {
   if (c->type == LUA_TNUMBER) return 1;
   if (type == SQLITE_TEXT) {
     const unsigned char *p = sqlite3_column_text(st, i);
-    return cmp_bytes(p ? (const void *)p : "", p ? (size_t)sqlite3_column_bytes(st, i) : 0, c->s, c->n);
+    return eu_bytes_cmp(p ? (const void *)p : "", p ? (size_t)sqlite3_column_bytes(st, i) : 0, c->s, c->n);
   } else {
     const void *p = sqlite3_column_blob(st, i);
-    return cmp_bytes(p ? p : "", p ? (size_t)sqlite3_column_bytes(st, i) : 0, c->s, c->n);
+    return eu_bytes_cmp(p ? p : "", p ? (size_t)sqlite3_column_bytes(st, i) : 0, c->s, c->n);
   }
 }
 
@@ -168,7 +193,7 @@ static int key_cmp(const void *pa, const void *pb) {
   if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
   if (a->kind == 0) return a->i == b->i ? 0 : a->i < b->i ? -1 : 1;
   if (a->kind == 1) return a->f == b->f ? 0 : a->f < b->f ? -1 : 1;
-  return cmp_bytes(key_bytes + a->at, a->n, key_bytes + b->at, b->n);
+  return eu_bytes_cmp(key_bytes + a->at, a->n, key_bytes + b->at, b->n);
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t size) {

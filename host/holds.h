@@ -35,6 +35,7 @@ typedef struct eu_prop {
   int unique;       /* sim.unique on c[0].column; else sim.everyRow */
   int n;
   eu_cond c[EU_PROP_CONDS];
+  char *owned;      /* its strings, when eu_prop_own copied them */
 } eu_prop;
 
 /* Reads the property at idx (an invariant table from check.lua): 1, or 0
@@ -42,6 +43,11 @@ typedef struct eu_prop {
  * EU_PROP_CONDS). Its strings point into the Lua values, which the caller
  * keeps on the stack while p is used. */
 int eu_prop_read(lua_State *L, int idx, eu_prop *p);
+
+/* Copies p's strings to memory p owns, for a property kept while Lua code
+ * may change the tables it was read from: EU_OK or EU_ENOMEM. */
+int eu_prop_own(eu_prop *p);
+void eu_prop_free(eu_prop *p);
 
 /* Steps st (prepared, a read-only SELECT *) to its end and resets it.
  * 1 when every row meets p, 0 when one does not or the answer is not

@@ -276,6 +276,7 @@ void eu_check_release(void) {
 
 static void free_ctx(xctx *x) {
   int i;
+  for (i = 0; i < x->ndecided; i++) eu_prop_free(&x->decided[i].p);
   free(x->decided);
   drop_world(x);
   leave_spares(x);
@@ -348,10 +349,12 @@ static void read_decided(lua_State *L, xctx *x) {
     if (!d->binding || !d->sql || (!hex && !d->name) || (hex && strlen(hex) != 64) ||
         !eu_prop_read(L, -1, &d->p))
       luaL_error(L, "core.explore: decided[%d] is not a property the host decides", i + 1);
+    /* the scenario's code may change the invariant's table while the search runs */
+    if (eu_prop_own(&d->p) != EU_OK) luaL_error(L, "out of memory");
+    x->ndecided = i + 1;
     if (hex) memcpy(d->hex, hex, 65);
     lua_settop(L, t - 1);
   }
-  x->ndecided = n;
   lua_pop(L, 1);
 }
 

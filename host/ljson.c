@@ -12,6 +12,7 @@
 
 #include <lauxlib.h>
 
+#include "buf.h"
 #include "ljson.h"
 #include "sandbox.h"
 
@@ -106,18 +107,6 @@ static int put_float(out *o, double v) {
   return 1;
 }
 
-typedef struct skey {
-  const char *s;
-  size_t n;
-} skey;
-
-static int skey_cmp(const void *pa, const void *pb) {
-  const skey *a = pa, *b = pb;
-  int c = memcmp(a->s, b->s, a->n < b->n ? a->n : b->n);
-  if (c) return c;
-  return a->n == b->n ? 0 : a->n < b->n ? -1 : 1;
-}
-
 static int put_value(out *o, int idx, int depth);
 
 /* The table at idx (absolute); 0 when json.lua is to say it. */
@@ -125,7 +114,7 @@ static int put_table(out *o, int idx, int depth) {
   lua_State *L = o->L;
   lua_Integer count = 0, max_index = 0, i;
   size_t nkeys = 0, k;
-  skey *keys = NULL;
+  eu_span *keys = NULL;
   int marked = 0, keys_slot;
   if (depth > MAX_DEPTH || !lua_checkstack(L, 6)) return 0;
   if (lua_getmetatable(L, idx)) {
@@ -163,25 +152,31 @@ static int put_table(out *o, int idx, int depth) {
     put(o, "{}", 2);
     return 1;
   }
-  /* the keys, sorted bytewise (json.lua's order in every locale) */
+  /* The keys, sorted bytewise (json.lua's order in every locale). The
+   * array after them keeps their strings reachable whatever a finalizer,
+   * run by an allocation below, does to the table; neither loop allocates
+   * (the array has its room). */
   keys = lua_newuserdatauv(L, nkeys * sizeof *keys, 0);
   keys_slot = lua_gettop(L);
+  lua_createtable(L, (int)nkeys, 0);
   k = 0;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
     if (lua_type(L, -1) == LUA_TSTRING && k < nkeys) {
-      keys[k].s = lua_tolstring(L, -1, &keys[k].n);  /* the table keeps it */
-      k++;
+      keys[k].p = lua_tolstring(L, -1, &keys[k].n);
+      lua_pushvalue(L, -1);
+      lua_rawseti(L, keys_slot + 1, (lua_Integer)++k);
     }
   }
-  qsort(keys, nkeys, sizeof *keys, skey_cmp);
+  nkeys = k;
+  qsort(keys, nkeys, sizeof *keys, eu_span_cmp);
   put(o, "{", 1);
   for (k = 0; k < nkeys; k++) {
     if (k > 0) put(o, ",", 1);
-    put_quoted(o, (const unsigned char *)keys[k].s, keys[k].n);
+    put_quoted(o, (const unsigned char *)keys[k].p, keys[k].n);
     put(o, ":", 1);
-    lua_pushlstring(L, keys[k].s, keys[k].n);
+    lua_pushlstring(L, keys[k].p, keys[k].n);
     lua_rawget(L, idx);
     if (!put_value(o, lua_gettop(L), depth + 1)) return 0;
     lua_pop(L, 1);

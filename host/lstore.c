@@ -288,25 +288,12 @@ static int put_one(lua_State *L, eu_lstate *ls, const char *key, size_t klen, in
   return rc;
 }
 
-typedef struct put_key {
-  const char *s;
-  size_t len;
-} put_key;
-
-static int put_key_cmp(const void *pa, const void *pb) {
-  const put_key *a = pa, *b = pb;
-  size_t n = a->len < b->len ? a->len : b->len;
-  int c = memcmp(a->s, b->s, n);
-  if (c != 0) return c;
-  return a->len < b->len ? -1 : a->len > b->len;
-}
-
 /* Protected, inside a savepoint: writes every pair of the table (argument
  * 2), in key order so that the first failure is the same in every run. */
 static int put_many(lua_State *L) {
   eu_lstate *ls = lua_touserdata(L, 1);
   char err[EU_ERRLEN];
-  put_key *keys;
+  eu_span *keys;
   size_t i, n = 0;
   lua_pushnil(L);
   while (lua_next(L, 2)) {
@@ -324,18 +311,18 @@ static int put_many(lua_State *L) {
   lua_pushnil(L);
   while (i < n && lua_next(L, 2)) {
     lua_pop(L, 1);
-    keys[i].s = lua_tolstring(L, -1, &keys[i].len);
+    keys[i].p = lua_tolstring(L, -1, &keys[i].n);
     lua_pushvalue(L, -1);
     lua_rawseti(L, 4, (lua_Integer)++i);
   }
   n = i;
   lua_settop(L, 4);
-  if (n) qsort(keys, n, sizeof *keys, put_key_cmp);
+  if (n) qsort(keys, n, sizeof *keys, eu_span_cmp);
   for (i = 0; i < n; i++) {
-    lua_pushlstring(L, keys[i].s, keys[i].len);
+    lua_pushlstring(L, keys[i].p, keys[i].n);
     lua_rawget(L, 2);
-    if (put_one(L, ls, keys[i].s, keys[i].len, -1, err, sizeof err) < 0)
-      return raise(L, "storage:put: key '%s': %s", keys[i].s, err);
+    if (put_one(L, ls, keys[i].p, keys[i].n, -1, err, sizeof err) < 0)
+      return raise(L, "storage:put: key '%s': %s", keys[i].p, err);
     lua_pop(L, 1);
   }
   return 0;
