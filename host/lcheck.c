@@ -101,8 +101,9 @@ typedef struct rck {
   long rstep;
 } rck;
 
-/* An end-of-run property the host decides when it holds (holds.h). Its
- * strings are the options table's, which outlives the search. */
+/* An end-of-run property the host decides when it holds (holds.h). The
+ * binding, name and query are strings of the options table, which outlives
+ * the search; the property has its own (eu_prop_own). */
 typedef struct decided {
   const char *binding, *name, *sql;
   size_t namelen, sqllen;

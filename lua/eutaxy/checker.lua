@@ -289,12 +289,14 @@ local function new_state(run, kind, task, reads)
                         _reads = reads }, State)
 end
 
+-- The query that reads a handle's table.
+local function table_query(handle) return "SELECT * FROM " .. seed.quote_ident(handle.table) end
+
 -- How to read the handle's table: the object's id and the query.
 function State:_how(handle)
   local how = self._reads[handle]
   if not how then
-    how = { hex = handle.hex or self._world:id_from_name(handle.binding, handle.name),
-            sql = "SELECT * FROM " .. seed.quote_ident(handle.table) }
+    how = { hex = handle.hex or self._world:id_from_name(handle.binding, handle.name), sql = table_query(handle) }
     self._reads[handle] = how
   end
   return how
@@ -411,8 +413,8 @@ local function decided_in_host(scenario)
   for _, inv in ipairs(scenario.invariants) do
     if not DECIDED_IN_C[inv.kind] then return nil end
     local handle = inv.table
-    list[#list + 1] = { binding = handle.binding, name = handle.name, hex = handle.hex,
-                        sql = "SELECT * FROM " .. seed.quote_ident(handle.table), property = inv }
+    list[#list + 1] = { binding = handle.binding, name = handle.name, hex = handle.hex, sql = table_query(handle),
+                        property = inv }
   end
   return #list > 0 and list or nil
 end
