@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "eutaxy.h"
 #include "holds.h"
+#include "world.h"
 
 enum { EU_OP_NOTNULL, EU_OP_ISNULL, EU_OP_EQ, EU_OP_NE, EU_OP_LT, EU_OP_LE, EU_OP_GT, EU_OP_GE };
 
@@ -36,7 +37,6 @@ static int read_cond(lua_State *L, int idx, eu_cond *c) {
   for (i = 0; op_names[i] && strcmp(op_names[i], op) != 0; i++) {}
   if (!op_names[i]) return 0;
   c->op = i;
-  c->col = -1;
   if (c->op == EU_OP_NOTNULL || c->op == EU_OP_ISNULL) return 1;
   c->type = lua_getfield(L, idx, "value");
   if (c->type == LUA_TSTRING) {
@@ -61,7 +61,6 @@ int eu_prop_read(lua_State *L, int idx, eu_prop *p) {
   if (strcmp(kind, "unique") == 0) {
     p->unique = 1;
     p->n = 1;
-    p->c[0].col = -1;
     return (p->c[0].column = string_field(L, idx, "column", &n)) != NULL;
   }
   if (strcmp(kind, "everyRow") != 0) return 0;
@@ -150,14 +149,14 @@ static int compare(sqlite3_stmt *st, int i, int type, const eu_cond *c) {
   }
 }
 
-/* check.lua's holds(value, cond) for st's row. */
-static int meets(sqlite3_stmt *st, const eu_cond *c) {
-  int type = sqlite3_column_type(st, c->col), r;
+/* check.lua's holds(value, cond) for column col of st's row. */
+static int meets(sqlite3_stmt *st, const eu_cond *c, int col) {
+  int type = sqlite3_column_type(st, col), r;
   if (c->op == EU_OP_NOTNULL) return type != SQLITE_NULL;
   if (c->op == EU_OP_ISNULL) return type == SQLITE_NULL;
   if (type == SQLITE_NULL) return 0;
-  if (type == SQLITE_FLOAT && isnan(sqlite3_column_double(st, c->col))) return 0;
-  r = compare(st, c->col, type, c);
+  if (type == SQLITE_FLOAT && isnan(sqlite3_column_double(st, col))) return 0;
+  r = compare(st, col, type, c);
   switch (c->op) {
   case EU_OP_EQ: return r == 0;
   case EU_OP_NE: return r != 0;
@@ -171,127 +170,113 @@ static int meets(sqlite3_stmt *st, const eu_cond *c) {
 /* ---- unique ------------------------------------------------------------ */
 
 /* A value as a key of a Lua table: a float with an integer's value is
- * that integer. */
+ * that integer. A string's bytes are in the keys' byte buffer. */
 typedef struct key {
   int kind;  /* 0 integer, 1 float, 2 string */
   sqlite3_int64 i;
   double f;
-  size_t n, at;  /* a string's bytes, in the keys' byte buffer */
+  size_t n, at;
+  const char *p;  /* the bytes, once the buffer stops moving */
 } key;
-
-typedef struct keys {
-  key *k;
-  size_t n, cap;
-  unsigned char *bytes;
-  size_t used, room;
-} keys;
-
-static const unsigned char *key_bytes;
 
 static int key_cmp(const void *pa, const void *pb) {
   const key *a = pa, *b = pb;
   if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
   if (a->kind == 0) return a->i == b->i ? 0 : a->i < b->i ? -1 : 1;
   if (a->kind == 1) return a->f == b->f ? 0 : a->f < b->f ? -1 : 1;
-  return eu_bytes_cmp(key_bytes + a->at, a->n, key_bytes + b->at, b->n);
+  return eu_bytes_cmp(a->p, a->n, b->p, b->n);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size) {
-  size_t c = *cap ? *cap : 16;
-  void *q;
-  if (need <= *cap) return 1;
-  while (c < need) c *= 2;
-  if (!(q = realloc(*p, c * size))) return 0;
-  *p = q;
-  *cap = c;
-  return 1;
-}
-
-/* Adds column i of st's row; 0 when memory ran out. */
-static int add_key(keys *ks, sqlite3_stmt *st, int i) {
+/* Adds column i of st's row to keys (an array of key) and bytes; 0 when
+ * memory ran out. */
+static int add_key(eu_buf *keys, eu_buf *bytes, sqlite3_stmt *st, int i) {
   int type = sqlite3_column_type(st, i);
-  key *k;
+  key k;
   if (type == SQLITE_NULL) return 1;
-  if (!grow((void **)&ks->k, &ks->cap, ks->n + 1, sizeof *ks->k)) return 0;
-  k = &ks->k[ks->n];
-  memset(k, 0, sizeof *k);
+  memset(&k, 0, sizeof k);
   if (type == SQLITE_INTEGER) {
-    k->kind = 0;
-    k->i = sqlite3_column_int64(st, i);
+    k.i = sqlite3_column_int64(st, i);
   } else if (type == SQLITE_FLOAT) {
     double f = sqlite3_column_double(st, i);
     if (isnan(f)) return 1;  /* v == v is false: not counted */
     if (floor(f) == f && f >= -TWO63 && f < TWO63) {
-      k->kind = 0;
-      k->i = (sqlite3_int64)f;
+      k.i = (sqlite3_int64)f;
     } else {
-      k->kind = 1;
-      k->f = f;
+      k.kind = 1;
+      k.f = f;
     }
   } else {
     const void *p = type == SQLITE_TEXT ? (const void *)sqlite3_column_text(st, i) : sqlite3_column_blob(st, i);
-    size_t n = p ? (size_t)sqlite3_column_bytes(st, i) : 0;
-    if (!grow((void **)&ks->bytes, &ks->room, ks->used + n + 1, 1)) return 0;
-    if (n) memcpy(ks->bytes + ks->used, p, n);
-    k->kind = 2;
-    k->n = n;
-    k->at = ks->used;
-    ks->used += n;
+    k.kind = 2;
+    k.n = p ? (size_t)sqlite3_column_bytes(st, i) : 0;
+    k.at = bytes->n;
+    if (k.n && eu_buf_put(bytes, p, k.n) != EU_OK) return 0;
   }
-  ks->n++;
-  return 1;
+  return eu_buf_put(keys, &k, sizeof k) == EU_OK;
 }
 
-static int all_different(keys *ks) {
-  size_t i;
-  if (ks->n < 2) return 1;
-  key_bytes = ks->bytes;
-  qsort(ks->k, ks->n, sizeof *ks->k, key_cmp);
-  for (i = 1; i < ks->n; i++)
-    if (key_cmp(&ks->k[i - 1], &ks->k[i]) == 0) return 0;
+static int all_different(eu_buf *keys, const eu_buf *bytes) {
+  key *k = (key *)(void *)keys->p;
+  size_t n = keys->n / sizeof *k, i;
+  if (n < 2) return 1;
+  for (i = 0; i < n; i++) k[i].p = bytes->p ? bytes->p + k[i].at : "";
+  qsort(k, n, sizeof *k, key_cmp);
+  for (i = 1; i < n; i++)
+    if (key_cmp(&k[i - 1], &k[i]) == 0) return 0;
   return 1;
 }
 
 /* ---- the rows ---------------------------------------------------------- */
 
-/* Each condition's column, the last of that exact name (a Lua row keeps
- * the last value set under a name); 0 when one is missing. */
-static int find_columns(sqlite3_stmt *st, eu_prop *p) {
+/* Each condition's column in col, the last of that exact name (a Lua row
+ * keeps the last value set under a name); 0 when one is missing. */
+static int find_columns(sqlite3_stmt *st, const eu_prop *p, int *col) {
   int ncol = sqlite3_column_count(st), i, j;
   for (j = 0; j < p->n; j++) {
-    p->c[j].col = -1;
+    col[j] = -1;
     for (i = 0; i < ncol; i++) {
       const char *name = sqlite3_column_name(st, i);
-      if (name && strcmp(name, p->c[j].column) == 0) p->c[j].col = i;
+      if (name && strcmp(name, p->c[j].column) == 0) col[j] = i;
     }
-    if (p->c[j].col < 0) return 0;
+    if (col[j] < 0) return 0;
   }
   return 1;
 }
 
-int eu_holds_eval(eu_store *s, sqlite3_stmt *st, const eu_prop *prop) {
-  eu_prop p = *prop;
-  keys ks;
-  int rc, holds = 1, j;
-  memset(&ks, 0, sizeof ks);
+int eu_holds_eval(eu_store *s, sqlite3_stmt *st, const eu_prop *p) {
+  eu_buf keys, bytes;
+  int col[EU_PROP_CONDS], rc, holds = 1, j;
   if (!sqlite3_stmt_readonly(st)) {
     eu_store_reset(s, st);
     return 0;
   }
+  eu_buf_init(&keys);
+  eu_buf_init(&bytes);
   /* the names after the first step, which may recompile the statement */
   rc = eu_store_step(s, st);
-  if (rc < 0 || !find_columns(st, &p)) holds = 0;
+  if (rc < 0 || !find_columns(st, p, col)) holds = 0;
   for (; holds && rc == 1; rc = eu_store_step(s, st)) {
-    if (p.unique) {
-      if (!add_key(&ks, st, p.c[0].col)) holds = 0;
+    if (p->unique) {
+      if (!add_key(&keys, &bytes, st, col[0])) holds = 0;
       continue;
     }
-    for (j = 0; j < p.n && holds; j++) holds = meets(st, &p.c[j]);
+    for (j = 0; j < p->n && holds; j++) holds = meets(st, &p->c[j], col[j]);
   }
   if (rc < 0) holds = 0;
-  if (holds && p.unique) holds = all_different(&ks);
+  if (holds && p->unique) holds = all_different(&keys, &bytes);
   eu_store_reset(s, st);
-  free(ks.k);
-  free(ks.bytes);
+  eu_buf_free(&keys);
+  eu_buf_free(&bytes);
   return holds;
+}
+
+int eu_holds(eu_world *w, eu_object *o, const char *sql, size_t len, const eu_prop *p) {
+  char err[EU_ERRLEN];
+  eu_store *s;
+  sqlite3_stmt *st = NULL;
+  if (!(s = eu_object_store_read(w, o, err, sizeof err)) || eu_store_in_turn(s) ||
+      eu_store_prepare(s, sql, len, &st) != EU_OK || !st)
+    return 0;
+  eu_world_observe(w, o);
+  return eu_holds_eval(s, st, p);
 }

@@ -28,7 +28,6 @@ typedef struct eu_cond {
   double f;
   const char *s;
   size_t n;
-  int col;          /* the column's index in the result, or -1 */
 } eu_cond;
 
 typedef struct eu_prop {
@@ -53,5 +52,13 @@ void eu_prop_free(eu_prop *p);
  * 1 when every row meets p, 0 when one does not or the answer is not
  * known here. */
 int eu_holds_eval(eu_store *s, sqlite3_stmt *st, const eu_prop *p);
+
+/* The same over sql's rows in o's store, read between steps by one outside
+ * the object (the checker): 0 also when the store cannot be read, or is in
+ * the middle of a turn. Writes nothing, so a checkpoint need not keep the
+ * store for it; the read counts as an observation of o (eu_world_observe). */
+typedef struct eu_world eu_world;
+typedef struct eu_object eu_object;
+int eu_holds(eu_world *w, eu_object *o, const char *sql, size_t len, const eu_prop *p);
 
 #endif

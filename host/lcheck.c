@@ -1169,15 +1169,10 @@ static int decided_hold(xctx *x, eu_world *w) {
     decided *d = &x->decided[i];
     int ns = eu_world_binding(w, d->binding);
     eu_object *o;
-    eu_store *s;
-    sqlite3_stmt *st = NULL;
     if (ns < 0 || (!d->hex[0] && eu_world_id_from_name(w, ns, d->name, d->namelen, d->hex) != EU_OK)) return 0;
     if (!(o = eu_world_object_named(w, ns, d->hex, d->name, d->namelen, err, sizeof err)) ||
-        !(s = eu_object_store_read(w, o, err, sizeof err)) || eu_store_in_turn(s) ||
-        eu_store_prepare(s, d->sql, d->sqllen, &st) != EU_OK || !st)
+        !eu_holds(w, o, d->sql, d->sqllen, &d->p))
       return 0;
-    eu_world_observe(w, o);
-    if (!eu_holds_eval(s, st, &d->p)) return 0;
   }
   return 1;
 }

@@ -555,7 +555,6 @@ static const luaL_Reg isolate_funcs[] = {
   {"id_class", c_id_class},
   {"in_invocation", c_in_invocation},
   {"json_encoder", eu_json_encoder_metered},
-  {"json_quote", eu_json_quote_metered},
   {"no_retry", c_no_retry},
   {"uuid", c_uuid},
   {"visit_reply", c_visit_reply},
@@ -858,19 +857,10 @@ static int w_exec(lua_State *L) {
 static int w_holds(lua_State *L) {
   lworld *lw = check_world(L);
   eu_object *o = check_object(L, lw->w, 2);
-  char err[EU_ERRLEN];
   size_t len;
   const char *sql = luaL_checklstring(L, 5, &len);
-  eu_store *s;
-  sqlite3_stmt *st = NULL;
   eu_prop p;
-  if (!eu_prop_read(L, 6, &p) || !(s = eu_object_store_read(lw->w, o, err, sizeof err)) || eu_store_in_turn(s) ||
-      eu_store_prepare(s, sql, len, &st) != EU_OK || !st) {
-    lua_pushboolean(L, 0);
-    return 1;
-  }
-  eu_world_observe(lw->w, o);
-  lua_pushboolean(L, eu_holds_eval(s, st, &p));
+  lua_pushboolean(L, eu_prop_read(L, 6, &p) && eu_holds(lw->w, o, sql, len, &p));
   return 1;
 }
 
@@ -1314,7 +1304,6 @@ static const luaL_Reg host_funcs[] = {
   {"id_class", c_id_class},
   {"fnv1a64", l_fnv1a64},
   {"json_encoder", eu_json_encoder},
-  {"json_quote", eu_json_quote},
   {"lua_files", l_lua_files},
   {NULL, NULL}
 };

@@ -262,22 +262,5 @@ static int json_encoder(lua_State *L, lua_CFunction fn) {
   return 1;
 }
 
-static int json_quote(lua_State *L, int metered) {
-  out o;
-  size_t n;
-  const char *s = luaL_checklstring(L, 1, &n);
-  memset(&o, 0, sizeof o);
-  o.L = L;
-  if (metered) eu_sandbox_charge(L, (int64_t)(n / 64), "json");
-  o.cap = n + 16;
-  o.p = lua_newuserdatauv(L, o.cap, 0);
-  o.slot = lua_gettop(L);
-  put_quoted(&o, (const unsigned char *)s, n);
-  lua_pushlstring(L, o.p, o.n);
-  return 1;
-}
-
-int eu_json_quote(lua_State *L) { return json_quote(L, 0); }
-int eu_json_quote_metered(lua_State *L) { return json_quote(L, 1); }
 int eu_json_encoder(lua_State *L) { return json_encoder(L, encode_plain); }
 int eu_json_encoder_metered(lua_State *L) { return json_encoder(L, encode_metered); }

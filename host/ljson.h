@@ -2,7 +2,6 @@
  * eutaxy.json's encoder in C, for eutaxy.core (lua/eutaxy/json.lua is the
  * definition; spec/json_spec.lua compares the two).
  *
- * json_quote(s): s as a JSON string.
  * json_encoder(array_mt, null, encode): json.encode, a C function that
  * gives the text json.lua's encode gives, and calls encode (json.lua's)
  * for anything that raises on or that it leaves to it (a table with
@@ -18,8 +17,6 @@
 
 #include <lua.h>
 
-int eu_json_quote(lua_State *L);
-int eu_json_quote_metered(lua_State *L);
 int eu_json_encoder(lua_State *L);
 int eu_json_encoder_metered(lua_State *L);
 

@@ -200,7 +200,7 @@ eu_store *eu_object_store(eu_world *w, eu_object *o, char *err, size_t errlen);
  * keeps the store's state for it and not its heap. */
 eu_store *eu_object_store_outside(eu_world *w, eu_object *o, char *err, size_t errlen);
 /* The same store, for a reader outside the object between steps that
- * writes nothing (the checker's w:holds): a checkpoint need not keep it. */
+ * writes nothing (holds.h's eu_holds): a checkpoint need not keep it. */
 eu_store *eu_object_store_read(eu_world *w, eu_object *o, char *err, size_t errlen);
 int eu_world_reset(eu_world *w, eu_object *o);
 int eu_object_has_isolate(eu_object *o);

@@ -67,9 +67,8 @@ end
 escapes["\127"] = "\\u007f"
 
 -- Bytes >= 0x80 pass through untouched: UTF-8 stays readable and nothing
--- is lost for strings that are not valid UTF-8. The host does the same in
--- C (core.json_quote) where eutaxy.core is loaded.
-local encode_string = core and core.json_quote or function(s)
+-- is lost for strings that are not valid UTF-8.
+local function encode_string(s)
   return '"' .. s:gsub('[%c"\\]', escapes) .. '"'
 end
 
