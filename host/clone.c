@@ -927,6 +927,16 @@ static int fmt_value(fmt *f, int level) {
   return f->cut ? EU_OK : fmt_check(f, eu_buf_puts(f->out, " }"));
 }
 
+int eu_clone_leads_true(const char *p, size_t len) {
+  rd r;
+  uint64_t n;
+  r.p = r.start = (const unsigned char *)p;
+  r.end = r.p + (p ? len : 0);
+  r.err = NULL;
+  r.errlen = 0;
+  return rd_u(&r, &n) == EU_OK && n > 0 && rd_left(&r) > 0 && *r.p == TAG_TRUE;
+}
+
 int eu_clone_format(const char *p, size_t len, eu_buf *out, size_t maxlen) {
   fmt f;
   uint64_t n, i;

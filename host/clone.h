@@ -55,6 +55,10 @@ int eu_clone_encode(lua_State *L, int idx, int n, eu_buf *b, char *err, size_t e
 int eu_clone_push_encoded(lua_State *L, int idx, char *err, size_t errlen);
 /* Pushes the values that p..p+len holds; *nout gets how many. Checks the stack. */
 int eu_clone_decode(lua_State *L, const char *p, size_t len, int *nout, char *err, size_t errlen);
+/* Whether the encoded values start with true: what a caller that only
+ * tells a result from an error needs, read from the first bytes without
+ * decoding the rest. */
+int eu_clone_leads_true(const char *p, size_t len);
 /* Appends a readable, deterministic rendering (Lua-literal-like) of the encoded
  * values, separated by ", ", cut with "..." past maxlen bytes. */
 int eu_clone_format(const char *p, size_t len, eu_buf *out, size_t maxlen);

@@ -15,8 +15,10 @@
 /* 1: an answer, 0: an error out of user code, -1: lost (the caller saw a
  * connection drop: retryable). */
 static int classify(eu_world *w, const char *data, size_t len) {
-  lua_State *S = eu_world_scratch(w);
+  lua_State *S;
   int n = 0, kind = 0;
+  if (eu_clone_leads_true(data, len)) return 1;  /* the host encoded it: no need to read on */
+  S = eu_world_scratch(w);
   lua_settop(S, 0);
   if (eu_clone_decode(S, data, len, &n, NULL, 0) != EU_OK || n < 1) return 0;
   if (lua_toboolean(S, 1)) {

@@ -345,6 +345,18 @@ describe("eutaxy.http", function()
         "json.encode: cannot encode a function at .f")
     end)
 
+    it("makes with no init what it makes with an empty one", function()
+      local plain, empty = Response.json({ a = { 1, 2 } }), Response.json({ a = { 1, 2 } }, {})
+      assert.are.same(getmetatable(empty), getmetatable(plain))
+      assert.are.same(getmetatable(empty.headers), getmetatable(plain.headers))
+      assert.are.same(empty.headers:toList(), plain.headers:toList())
+      for _, field in ipairs({ "status", "statusText", "ok", "body", "webSocket" }) do
+        assert.are.equal(empty[field], plain[field], field)
+      end
+      plain.headers:set("x-one", "1")
+      assert.is_nil(Response.json(1).headers:get("x-one"))
+    end)
+
     it("is distinct from the json() method of a response", function()
       local r = Response.json({ a = 1 })
       assert.are.same({ a = 1 }, r:json())

@@ -426,6 +426,30 @@ static void test_format_reads_like_lua(void) {
                 1000, ">{ \"a\", [1.5] = 0, [3] = \"c\", [\"a b\"] = { true }, [\"end\"] = 1, [false] = 0 }");
 }
 
+static int leads_true(const char *chunk) {
+  lua_State *L = new_state();
+  eu_buf b;
+  int r;
+  eu_buf_init(&b);
+  fill(L, chunk, &b);
+  r = eu_clone_leads_true(b.p, b.n);
+  eu_buf_free(&b);
+  lua_close(L);
+  return r;
+}
+
+static void test_leads_true_reads_the_first_value_only(void) {
+  ASSERT_EQ(leads_true("return true"), 1);
+  ASSERT_EQ(leads_true("return true, { status = 200, body = 'x' }"), 1);
+  ASSERT_EQ(leads_true("return false, { retryable = true }"), 0);
+  ASSERT_EQ(leads_true("return 1, true"), 0);
+  ASSERT_EQ(leads_true("return { true }"), 0);
+  ASSERT_EQ(leads_true("return"), 0);
+  ASSERT_EQ(eu_clone_leads_true(NULL, 0), 0);
+  ASSERT_EQ(eu_clone_leads_true("\x01", 1), 0);     /* one value, and no bytes for it */
+  ASSERT_EQ(eu_clone_leads_true("\x81", 1), 0);     /* a count cut short */
+}
+
 static void test_format_cuts_long_output(void) {
   assert_format("return string.rep('x', 100)", 10, ">\"xxxxxxxxx...");
   assert_format("return { 1, 2, 3, 4, 5, 6, 7, 8, 9 }", 8, ">{ 1, 2, ...");
@@ -598,6 +622,7 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
   { "decode limits depth", test_decode_limits_depth },
   { "format reads like Lua", test_format_reads_like_lua },
   { "format cuts long output", test_format_cuts_long_output },
+  { "leads_true reads the first value only", test_leads_true_reads_the_first_value_only },
   { "key order is exact and total", test_key_order_is_exact_and_total },
   { "ids cross as ids and tables as tables", test_ids_cross_as_ids_and_tables_as_tables },
   { "refuses ids that are no ids", test_refuses_ids_that_are_no_ids },

@@ -407,10 +407,20 @@ function Response.json(value, init)
   if init ~= nil and type(init) ~= "table" then
     fail("Response.json: init must be a table, got " .. type(init))
   end
-  local headers = Headers.new(init and init.headers)
+  if init == nil then
+    -- what the general path below makes of no init, without checking a name and value known good
+    return setmetatable({
+      status = 200,
+      statusText = "",
+      headers = setmetatable({ _list = { { "content-type", "application/json" } } }, Headers),
+      ok = true,
+      body = json.encode(value),
+    }, response_mt)
+  end
+  local headers = Headers.new(init.headers)
   if not headers:has("content-type") then headers:set("content-type", "application/json") end
   local with_headers = {}
-  for k, v in pairs(init or {}) do with_headers[k] = v end
+  for k, v in pairs(init) do with_headers[k] = v end
   with_headers.headers = headers
   return Response.new(json.encode(value), with_headers)
 end
