@@ -28,6 +28,7 @@
 #include "fault.h"
 #include "holds.h"
 #include "ljson.h"
+#include "lurl.h"
 #include "lagenda.h"
 #include "lcron.h"
 #include "llinecov.h"
@@ -555,6 +556,7 @@ static const luaL_Reg isolate_funcs[] = {
   {"id_class", c_id_class},
   {"in_invocation", c_in_invocation},
   {"json_encoder", eu_json_encoder_metered},
+  {"url_split", eu_url_split},
   {"no_retry", c_no_retry},
   {"uuid", c_uuid},
   {"visit_reply", c_visit_reply},
@@ -1304,6 +1306,7 @@ static const luaL_Reg host_funcs[] = {
   {"id_class", c_id_class},
   {"fnv1a64", l_fnv1a64},
   {"json_encoder", eu_json_encoder},
+  {"url_split", eu_url_split},
   {"lua_files", l_lua_files},
   {NULL, NULL}
 };

@@ -156,6 +156,73 @@ describe("eutaxy.url", function()
     end)
   end)
 
+  -- url.parse is the host's one-pass parser (host/lurl.c) where
+  -- eutaxy.core is loaded; url.lua's patterns are its definition.
+  describe("parse: the host's parser against url.lua's", function()
+    local core = require "eutaxy.core"
+    local rng = 19
+    local function random(n)
+      rng = (rng * 1103515245 + 12345) % 2147483648
+      return rng % n + 1
+    end
+    local function pick(t) return t[random(#t)] end
+    local SCHEMES = { "http", "HTTPS", "ws", "wss", "a+b-c.d", "x1", "1x", "", "h t", "http:" }
+    local USERS = { "", "", "", "u@", "u:p@", ":p@", "u:@", "a@b@", "%41:%42@" }
+    local HOSTS = { "localhost", "Example.COM", "h", "", "[::1]", "[fe80::1%eth0]", "[]", "[g]", "a b", "a%b",
+                    "h\\", "h^", "h|", "h\"", "h`", "h{", "h}", "h<", "h>", "h\v", "h\0x", "\200h" }
+    local PORTS = { "", "", ":", ":80", ":443", ":0080", ":00", ":0", ":65535", ":65536", ":000065535",
+                    ":99999999999999999999", ":8a", "::", ":-1" }
+    local PIECES = { "/", "a", "b", ".", "..", "%2e", "%2E", ".%2e", "%2e.", "%2E%2e", "//", "?", "#", "&", "=",
+                     "%", "%41", " ", "\t", "\n", "\r", "\0", "\1", "\31", "\127", "\200", "\255", "\"",
+                     "<", ">", "`", "{", "}", "|", "\\", "^", "'", "+", "é", "@", ":" }
+    local EDGES = { "", "", " ", "\t", "\n \0", "\32\1" }
+
+    local function rest()
+      local parts = {}
+      for i = 1, random(8) - 1 do parts[i] = pick(PIECES) end
+      return table.concat(parts)
+    end
+
+    local function input()
+      local r, s = random(10)
+      if r <= 5 then
+        s = pick(SCHEMES) .. (random(6) == 1 and ":" or "://") .. pick(USERS) .. pick(HOSTS) .. pick(PORTS) .. rest()
+      elseif r <= 7 then
+        s = "/" .. rest()
+      elseif r == 8 then
+        s = "//" .. pick(HOSTS) .. pick(PORTS) .. rest()
+      else
+        s = rest()
+      end
+      return pick(EDGES) .. s .. pick(EDGES)
+    end
+
+    it("is the one url.parse uses here", function()
+      assert.is_function(core.url_split)
+      assert.are_not.equal(url._parse_in_lua, url.parse)
+    end)
+
+    it("gives url.lua's fields, or its refusal, on random input", function()
+      local parsed, refused = 0, 0
+      for _ = 1, 6000 do
+        local s = input()
+        local want, want_err = url._parse_in_lua(s)
+        local got, got_err = url.parse(s)
+        assert.are.same(want, got, string.format("%q", s))
+        assert.are.equal(want_err, got_err, string.format("%q", s))
+        if want then parsed = parsed + 1 else refused = refused + 1 end
+      end
+      assert.is_true(parsed > 1000 and refused > 1000, parsed .. " parsed, " .. refused .. " refused")
+    end)
+
+    it("refuses what is not a string as url.lua does", function()
+      for _, v in ipairs({ 42, true, {}, print }) do
+        assert.are.same({ url._parse_in_lua(v) }, { url.parse(v) })
+      end
+      assert.are.same({ url._parse_in_lua() }, { url.parse() })
+    end)
+  end)
+
   describe("encode and decode", function()
     it("encodes a component as encodeURIComponent does", function()
       assert.are.equal("a%20b%26c%3Dd%2F%3F%23", url.encode("a b&c=d/?#"))
