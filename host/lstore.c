@@ -77,6 +77,7 @@ static int protect(lua_State *L, lua_CFunction fn, void *ud, int idx, int nresul
 typedef struct exec_ctx {
   eu_store *s;
   sqlite3_stmt *st;
+  int cursor;          /* the result is a cursor (l_query) */
 } exec_ctx;
 
 static void push_column(lua_State *L, sqlite3_stmt *st, int i) {
@@ -106,17 +107,21 @@ static void push_column(lua_State *L, sqlite3_stmt *st, int i) {
 }
 
 /* Protected: steps the prepared, bound statement to its end and leaves the
- * result table. Column names are read after the first step, because the
- * step may recompile a cached statement (SELECT * after ALTER TABLE). */
+ * result table: { rows, columnNames, rowsRead, rowsWritten }, or, when
+ * the context asks for one, a cursor of class arg 2 with _rows and _pos
+ * (storage.lua's Cursor) in place of rows. Column names are read after the
+ * first step, because the step may recompile a cached statement (SELECT *
+ * after ALTER TABLE). */
 static int exec_rows(lua_State *L) {
   exec_ctx *x = lua_touserdata(L, 1);
   sqlite3 *db = eu_store_db(x->s);
   sqlite3_int64 before = sqlite3_total_changes64(db), written;
   lua_Integer nrows = 0;
   int rc, i, ncol;
-  lua_settop(L, 0);
-  lua_createtable(L, 0, 4);  /* 1: the result */
-  lua_newtable(L);           /* 2: rows */
+  lua_settop(L, 2);
+  lua_remove(L, 1);          /* 1: the class, or the query kept alive */
+  lua_createtable(L, 0, 5);  /* 2: the result */
+  lua_newtable(L);           /* 3: rows */
   rc = eu_store_step(x->s, x->st);
   ncol = sqlite3_column_count(x->st);
   for (; rc == 1; rc = eu_store_step(x->s, x->st)) {
@@ -126,22 +131,28 @@ static int exec_rows(lua_State *L) {
       push_column(L, x->st, i);
       lua_rawseti(L, -2, i + 1);
     }
-    lua_rawseti(L, 2, ++nrows);
+    lua_rawseti(L, 3, ++nrows);
   }
   if (rc < 0) return raise_store(L, x->s);
   written = sqlite3_total_changes64(db) - before;
-  lua_setfield(L, 1, "rows");
+  lua_setfield(L, 2, x->cursor ? "_rows" : "rows");
   lua_createtable(L, ncol, 0);
   for (i = 0; i < ncol; i++) {
     const char *name = sqlite3_column_name(x->st, i);
     lua_pushstring(L, name ? name : "");
     lua_rawseti(L, -2, i + 1);
   }
-  lua_setfield(L, 1, "columnNames");
+  lua_setfield(L, 2, "columnNames");
   lua_pushinteger(L, nrows + (lua_Integer)written);
-  lua_setfield(L, 1, "rowsRead");
+  lua_setfield(L, 2, "rowsRead");
   lua_pushinteger(L, (lua_Integer)written);
-  lua_setfield(L, 1, "rowsWritten");
+  lua_setfield(L, 2, "rowsWritten");
+  if (x->cursor) {
+    lua_pushinteger(L, 0);
+    lua_setfield(L, 2, "_pos");
+    lua_pushvalue(L, 1);
+    lua_setmetatable(L, 2);
+  }
   return 1;
 }
 
@@ -165,22 +176,25 @@ static int bind_arg(lua_State *L, sqlite3_stmt *st, int i, int idx) {
   }
 }
 
-static int l_exec(lua_State *L) {
+/* sql:exec with the query at q and its bindings after it: the result
+ * table, or a cursor of the class at 1 when cursor is set. */
+static int run_exec(lua_State *L, int q, int cursor) {
   eu_lstate *ls = lstate(L, "sql:exec");
   exec_ctx x;
   size_t len;
   const char *sql;
   int i, nb, np, status;
-  if (lua_type(L, 1) != LUA_TSTRING)
-    return raise(L, "sql:exec: the query must be a string, got %s", luaL_typename(L, 1));
-  sql = lua_tolstring(L, 1, &len);
-  nb = lua_gettop(L) - 1;
+  if (lua_type(L, q) != LUA_TSTRING)
+    return raise(L, "sql:exec: the query must be a string, got %s", luaL_typename(L, q));
+  sql = lua_tolstring(L, q, &len);
+  nb = lua_gettop(L) - q;
   for (i = 1; i <= nb; i++) {
-    int t = lua_type(L, i + 1);
+    int t = lua_type(L, q + i);
     if (t != LUA_TNIL && t != LUA_TBOOLEAN && t != LUA_TNUMBER && t != LUA_TSTRING)
       return raise(L, "sql:exec: cannot bind a %s (parameter %d)", lua_typename(L, t), i);
   }
   x.s = ls->s;
+  x.cursor = cursor;
   if (eu_store_touch(x.s) < 0) return raise_store(L, x.s);
   if (eu_store_prepare(x.s, sql, len, &x.st) < 0) return raise_store(L, x.s);
   if (!x.st) return raise(L, "sql:exec: the query holds no SQL statement");
@@ -190,18 +204,31 @@ static int l_exec(lua_State *L) {
     return raise(L, "sql:exec: the statement takes %d binding%s, got %d", np, np == 1 ? "" : "s", nb);
   }
   for (i = 1; i <= nb; i++) {
-    int rc = bind_arg(L, x.st, i, i + 1);
+    int rc = bind_arg(L, x.st, i, q + i);
     if (rc != SQLITE_OK) {
       eu_store_reset(x.s, x.st);
       return raise(L, "sql:exec: cannot bind parameter %d: %s", i, sqlite3_errstr(rc));
     }
   }
   ls->busy = 1;
-  status = protect(L, exec_rows, &x, 1, 1);
+  status = protect(L, exec_rows, &x, cursor ? 1 : q, 1);
   ls->busy = 0;
   eu_store_reset(x.s, x.st);
   if (status != LUA_OK) return lua_error(L);
   return 1;
+}
+
+/* exec(query, ...) -> { rows, columnNames, rowsRead, rowsWritten } */
+static int l_exec(lua_State *L) {
+  return run_exec(L, 1, 0);
+}
+
+/* query(Cursor, query, ...) -> a Cursor: what storage.lua's sql:exec
+ * returns, made here rather than copied from exec's table. */
+static int l_query(lua_State *L) {
+  if (lua_type(L, 1) != LUA_TTABLE)
+    return raise(L, "sql:exec: the cursor class must be a table, got %s", luaL_typename(L, 1));
+  return run_exec(L, 2, 1);
 }
 
 /* KV */
@@ -624,6 +651,7 @@ static int l_gc(lua_State *L) {
 
 static const luaL_Reg eu_lstore_funcs[] = {
   { "exec", l_exec },
+  { "query", l_query },
   { "get", l_get },
   { "put", l_put },
   { "delete", l_delete },

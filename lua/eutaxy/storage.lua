@@ -25,16 +25,6 @@ local Cursor = {}
 Cursor.__index = Cursor
 Cursor.__name = "eutaxy.Cursor"
 
-local function new_cursor(result)
-  return setmetatable({
-    columnNames = result.columnNames,
-    rowsRead = result.rowsRead,
-    rowsWritten = result.rowsWritten,
-    _rows = result.rows,
-    _pos = 0,
-  }, Cursor)
-end
-
 -- An object keyed by column name; a NULL column is absent.
 local function as_object(names, row)
   local object = {}
@@ -104,7 +94,7 @@ end
 
 ---@class eutaxy.SqlStorage
 ---@field databaseSize integer the database's size in bytes, read afresh at every access
----@field private _exec function
+---@field private _query function the host's: makes the Cursor itself
 local SqlStorage = {}
 SqlStorage.__name = "eutaxy.SqlStorage"
 
@@ -115,8 +105,8 @@ SqlStorage.__name = "eutaxy.SqlStorage"
 ---@param ... nil|boolean|number|string
 ---@return eutaxy.Cursor
 function SqlStorage:exec(query, ...)
-  local result = invoke(self._exec, query, ...)
-  return new_cursor(result)
+  local cursor = invoke(self._query, Cursor, query, ...)  -- not a tail call: invoke raises at exec's caller
+  return cursor
 end
 
 ---@class eutaxy.ListOptions
@@ -220,7 +210,7 @@ function storage.new(fns)
     end,
   })
   return setmetatable({
-    sql = setmetatable({ _exec = fns.exec }, { __index = class, __name = SqlStorage.__name }),
+    sql = setmetatable({ _query = fns.query }, { __index = class, __name = SqlStorage.__name }),
     _fns = fns,
   }, Storage)
 end

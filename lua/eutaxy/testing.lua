@@ -539,6 +539,13 @@ function World:runInDurableObject(...)
       return unpack(reply, 2, reply.n)
     end
   end
+  -- sql:exec's cursor, made here of the table the object's exec sends back
+  local exec = fns.exec
+  fns.query = function(cursor_class, ...)
+    local r = exec(...)
+    return setmetatable({ columnNames = r.columnNames, rowsRead = r.rowsRead, rowsWritten = r.rowsWritten,
+                          _rows = r.rows, _pos = 0 }, cursor_class)
+  end
   fns.transactionSync = function()
     error("storage:transactionSync: its function would run in the spec, not in the object; call a method of the "
       .. "object that uses it", 2)
