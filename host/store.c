@@ -29,6 +29,7 @@
  * statement being reset by whoever used it: every statement is reset before
  * it is used, and every busy one before the turn ends.
  */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,13 @@ struct eu_store {
   int txn_open;        /* outside baseline mode: touch began the turn's transaction */
   int turn;            /* in baseline mode: a turn's savepoint is open */
   int alarm_dirty;
+  /* The alarm row as the host last read or wrote it, while alarm_known: it
+   * changes only by the host's own statements (user SQL cannot reach
+   * _eutaxy_alarm), so anything else that can change it forgets it
+   * (forget_alarm): a rollback, a failure SQLite may end a transaction
+   * on, a reopened or restored database, the host's other SQL. */
+  int alarm_known, alarm_has, alarm_retry;
+  int64_t alarm_at;
   sqlite3_int64 turn_changes;  /* sqlite3_total_changes64 when the turn began */
   int turn_writer;     /* the turn ran a user statement that is not read-only (DDL changes no row) */
   uint64_t tick;
@@ -245,7 +253,10 @@ static int full(eu_store *s);
  * and has no statement journal, SQLite ends the whole transaction, not the
  * statement alone: in baseline mode every turn since begin is then lost,
  * and what lost them decides whose failure that is (eu_store_lost_code). */
+static void forget_alarm(eu_store *s) { s->alarm_known = 0; }
+
 static void note_lost(eu_store *s, int rc) {
+  forget_alarm(s);
   if (s->baseline && !s->lost_code && sqlite3_get_autocommit(s->db)) {
     s->lost_code = rc & 0xff;
     snprintf(s->lost_msg, sizeof s->lost_msg, "%.250s", s->errmsg);
@@ -616,6 +627,8 @@ static int is_prepare(eu_store *s, int which, sqlite3_stmt **out) {
   sqlite3_stmt *st;
   int rc;
   *out = NULL;
+  if (which == IS_ROLLBACK || which == IS_ROLLBACK_TO || which == IS_TURN_ROLLBACK || which == IS_CK_ROLLBACK)
+    forget_alarm(s);
   if ((rc = wake(s)) < 0) return rc;
   st = s->is[which];
   if (!st) {
@@ -702,6 +715,7 @@ int eu_store_exec_internal(eu_store *s, const char *sql) {
   char *msg = NULL;
   int rc, saved = s->internal;
   if ((rc = wake(s)) < 0) return rc;
+  forget_alarm(s);
   ENTER(s);
   s->internal = 1;
   rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
@@ -738,6 +752,7 @@ static int apply_settings(eu_store *s);
  * host's SQL around the store's own tables, the quota, the settings a park
  * kept and the wal hook. */
 static int connect(eu_store *s, char *err, size_t errlen) {
+  forget_alarm(s);
   const char *where = s->path ? s->path : "an in-memory database";
   int rc;
   {
@@ -1271,6 +1286,7 @@ int eu_store_internal_prepare(eu_store *s, const char *sql, sqlite3_stmt **out) 
 }
 
 int eu_store_internal_step(eu_store *s, sqlite3_stmt *st) {
+  forget_alarm(s);
   return is_step(s, st);
 }
 
@@ -1580,6 +1596,14 @@ int eu_store_get_alarm(eu_store *s, int *has, int64_t *at, int *retry) {
   *has = 0;
   *at = 0;
   *retry = 0;
+#ifdef NDEBUG
+  if (s->alarm_known && !s->parked) {
+    *has = s->alarm_has;
+    *at = s->alarm_at;
+    *retry = s->alarm_retry;
+    return EU_OK;
+  }
+#endif
   /* No touch: the host reads the alarm between turns, and a read must not
    * leave a turn open behind it. Inside a turn it sees the turn's writes. */
   if ((rc = is_prepare(s, IS_ALARM_GET, &st)) < 0) return rc;
@@ -1590,7 +1614,14 @@ int eu_store_get_alarm(eu_store *s, int *has, int64_t *at, int *retry) {
     *retry = sqlite3_column_int(st, 1);
   }
   sqlite3_reset(st);
-  return rc < 0 ? rc : EU_OK;
+  if (rc < 0) return rc;
+  /* a build with assertions reads the row every time, and checks what it would have answered */
+  assert(!s->alarm_known || (s->alarm_has == *has && s->alarm_at == *at && s->alarm_retry == *retry));
+  s->alarm_known = 1;
+  s->alarm_has = *has;
+  s->alarm_at = *at;
+  s->alarm_retry = *retry;
+  return EU_OK;
 }
 
 int eu_store_set_alarm(eu_store *s, int64_t at, int retry) {
@@ -1604,6 +1635,10 @@ int eu_store_set_alarm(eu_store *s, int64_t at, int retry) {
   sqlite3_reset(st);
   if (rc < 0) return rc;
   s->alarm_dirty = 1;
+  s->alarm_known = 1;
+  s->alarm_has = 1;
+  s->alarm_at = at;
+  s->alarm_retry = retry;
   return EU_OK;
 }
 
@@ -1612,6 +1647,10 @@ int eu_store_delete_alarm(eu_store *s) {
   if (rc < 0) return rc;
   if ((rc = is_run(s, IS_ALARM_DEL)) < 0) return rc;
   s->alarm_dirty = 1;
+  s->alarm_known = 1;
+  s->alarm_has = 0;
+  s->alarm_at = 0;
+  s->alarm_retry = 0;
   return EU_OK;
 }
 
@@ -1838,6 +1877,7 @@ int eu_store_restore(eu_store *s, const unsigned char *data, size_t len) {
   int rc, saved = s->internal;
   if (len == 0) return fail(s, EU_EINVAL, "an empty image is not a database");
   if ((rc = wake(s)) < 0) return rc;
+  forget_alarm(s);
   rc = eu_store_rollback(s);
   if (rc < 0) return rc;
   /* Statements compiled against the old schema go; the host's come back on

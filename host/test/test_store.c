@@ -296,6 +296,45 @@ static void test_alarm_row_and_dirty_flag(void) {
   eu_store_close(s);
 }
 
+/* The alarm row the store remembers goes back with every way the row does. */
+static void test_alarm_read_after_every_undo(void) {
+  eu_store *s = open_store();
+  int has, retry;
+  int64_t at;
+  ASSERT_OK(eu_store_set_alarm(s, 1000, 0));
+  ASSERT_OK(eu_store_commit(s));
+  /* transactionSync's function failed */
+  ASSERT_OK(eu_store_savepoint(s));
+  ASSERT_OK(eu_store_set_alarm(s, 2000, 1));
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT(has && at == 2000 && retry == 1);
+  ASSERT_OK(eu_store_rollback_to(s));
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT(has && at == 1000 && retry == 0);
+  ASSERT_OK(eu_store_commit(s));
+  /* a checkpoint gone back to */
+  ASSERT_OK(eu_store_baseline_begin(s));
+  ASSERT_OK(eu_store_checkpoint(s));
+  ASSERT_OK(eu_store_delete_alarm(s));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT_EQ(has, 0);
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 0, 0));
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT(has && at == 1000);
+  /* the run's transaction ended without a commit */
+  ASSERT_OK(eu_store_set_alarm(s, 3000, 0));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_baseline_end(s));
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT(has && at == 1000);
+  /* the host's own SQL */
+  ASSERT_OK(eu_store_exec_internal(s, "DELETE FROM _eutaxy_alarm"));
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT_EQ(has, 0);
+  eu_store_close(s);
+}
+
 typedef struct collect {
   char keys[256];
   int n, stop_after;
@@ -1186,6 +1225,7 @@ static const test tests[] = {
   T(test_cached_statement_survives_schema_change),
   T(test_savepoints_nest),
   T(test_alarm_row_and_dirty_flag),
+  T(test_alarm_read_after_every_undo),
   T(test_kv_in_c),
   T(test_delete_all_drops_everything_but_the_host_tables),
   T(test_delete_all_is_undone_by_a_checkpoint),
