@@ -85,6 +85,16 @@ describe("the CPU limit", function()
   end)
   it("is not swallowed by a coroutine of the user's own", function() stopped("coroutine", 82) end)
   it("stops json.encode of a million values as it goes", function() stopped("json", 109, "json.encode") end)
+  it("charges url.parse by the URL's length", function()
+    -- the stop names url.lua's line that calls the host's parser, as it named the line of a
+    -- pattern call when url.lua parsed with patterns
+    local ok1, a, ok2, b = probe("url")
+    local want = "url%.lua:%d+: CPU limit exceeded: more than 100000 VM instructions without yielding %(in url%.parse%)"
+    assert.is_false(ok1)
+    assert.is_truthy(tostring(a.message):find(want), a.message)
+    assert.is_false(ok2)
+    assert.is_truthy(tostring(b):find(want) or tostring(b.message):find(want), tostring(b))
+  end)
   it("lets a next loop over 60,000 keys finish in a sort and a step per key", function()
     local ok1, a, ok2, b = probe("next", 5000000)
     assert.is_true(ok1, tostring(a and a.message))
