@@ -556,7 +556,7 @@ static const luaL_Reg isolate_funcs[] = {
   {"id_class", c_id_class},
   {"in_invocation", c_in_invocation},
   {"json_encoder", eu_json_encoder_metered},
-  {"url_split", eu_url_split},
+  {"url_split", eu_url_split_metered},
   {"no_retry", c_no_retry},
   {"uuid", c_uuid},
   {"visit_reply", c_visit_reply},

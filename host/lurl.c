@@ -129,7 +129,7 @@ static int fail(lua_State *L, const char *why) {
 /* split(s): a table of href, origin, protocol, username, password, host,
  * hostname, port, pathname, search and hash, or nil and why the URL is
  * refused (url.lua words the message). */
-static int url_split(lua_State *L) {
+static int url_split(lua_State *L, int metered) {
   size_t ls, i, k, nin, nslash, npath_esc, nsearch_esc, nhash_esc, nwork;
   const char *s = luaL_checklstring(L, 1, &ls);
   const char *a, *b, *end;
@@ -138,7 +138,7 @@ static int url_split(lua_State *L) {
   span after, authority, tail, username = { "", 0 }, password = { "", 0 };
   span hostname, port, pathname, search, hash;
   size_t nscheme, npath, nhref, host_at, nhost;
-  eu_sandbox_charge(L, (int64_t)(ls / 4) + 16, "url.parse");
+  if (metered) eu_sandbox_charge(L, (int64_t)(ls / 4) + 16, "url.parse");
   if (ls > ((size_t)-1) / 32 - 64) return luaL_error(L, "url.parse: the URL is too long");
   /* the input without the bytes 0-32 at either end, then without tabs and
    * line breaks; "//..." takes http:, and "/..." the default base */
@@ -330,4 +330,5 @@ static int url_split(lua_State *L) {
   return 1;
 }
 
-int eu_url_split(lua_State *L) { return url_split(L); }
+int eu_url_split(lua_State *L) { return url_split(L, 0); }
+int eu_url_split_metered(lua_State *L) { return url_split(L, 1); }

@@ -7,8 +7,10 @@
 #include <lua.h>
 
 /* split(s): a table of the URL's parts but its query, or nil and why it
- * is refused; url.lua's parse builds on it. Charged to the meter of an
- * isolate by the length of s. */
+ * is refused; url.lua's parse builds on it. The metered one, an isolate's,
+ * charges its meter by the length of s first; the other is a host state's,
+ * which has no meter. */
 int eu_url_split(lua_State *L);
+int eu_url_split_metered(lua_State *L);
 
 #endif
