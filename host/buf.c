@@ -124,6 +124,25 @@ char *eu_buf_take(eu_buf *b, size_t *n) {
   return p;
 }
 
+void eu_hex64(uint64_t v, char out[16]) {
+  static const char digits[] = "0123456789abcdef";
+  int i;
+  for (i = 15; i >= 0; i--, v >>= 4) out[i] = digits[v & 15];
+}
+
+size_t eu_dec64(int64_t v, char out[20]) {
+  char tmp[20];
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  size_t n = 0, k = 0;
+  do {
+    tmp[n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0) out[k++] = '-';
+  while (n) out[k++] = tmp[--n];
+  return k;
+}
+
 int eu_bytes_cmp(const void *a, size_t an, const void *b, size_t bn) {
   int c = memcmp(a, b, an < bn ? an : bn);
   if (c) return c;

@@ -50,6 +50,11 @@ typedef struct eu_span {
   size_t n;
 } eu_span;
 int eu_span_cmp(const void *a, const void *b);
+/* Digits as printf's "%016" PRIx64 and "%lld" write them, without its
+ * parsing of a format: eu_hex64 writes 16 lowercase hex digits (no NUL),
+ * eu_dec64 up to 20 characters and returns how many. */
+void eu_hex64(uint64_t v, char out[16]);
+size_t eu_dec64(int64_t v, char out[20]);
 /* Unsigned LEB128 and zigzag signed varints, as the value encoding uses them. */
 int eu_buf_putu(eu_buf *b, uint64_t v);
 int eu_buf_puti(eu_buf *b, int64_t v);

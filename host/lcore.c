@@ -267,13 +267,22 @@ static int c_in_invocation(lua_State *L) {
 static int c_uuid(lua_State *L) {
   eu_world *w = eu_world_of(L);
   uint64_t hi = eu_world_random(w), lo = eu_world_random(w);
-  char s[37];
+  char h[32], s[36];
   hi = (hi & ~UINT64_C(0xf000)) | UINT64_C(0x4000);                      /* version 4 */
   lo = (lo & ~(UINT64_C(0xc) << 60)) | (UINT64_C(0x8) << 60);            /* variant 10 */
-  snprintf(s, sizeof s, "%08x-%04x-%04x-%04x-%012llx", (unsigned)(hi >> 32),
-           (unsigned)((hi >> 16) & 0xffff), (unsigned)(hi & 0xffff), (unsigned)(lo >> 48),
-           (unsigned long long)(lo & UINT64_C(0xffffffffffff)));
-  lua_pushstring(L, s);
+  /* 8-4-4-4-12 hex digits: hi's 16, then lo's */
+  eu_hex64(hi, h);
+  eu_hex64(lo, h + 16);
+  memcpy(s, h, 8);
+  s[8] = '-';
+  memcpy(s + 9, h + 8, 4);
+  s[13] = '-';
+  memcpy(s + 14, h + 12, 4);
+  s[18] = '-';
+  memcpy(s + 19, h + 16, 4);
+  s[23] = '-';
+  memcpy(s + 24, h + 20, 12);
+  lua_pushlstring(L, s, sizeof s);
   return 1;
 }
 

@@ -198,9 +198,8 @@ static int put_value(out *o, int idx, int depth) {
   }
   case LUA_TNUMBER:
     if (lua_isinteger(L, idx)) {
-      char buf[32];
-      int n = snprintf(buf, sizeof buf, "%lld", (long long)lua_tointeger(L, idx));
-      put(o, buf, (size_t)n);
+      char buf[20];
+      put(o, buf, eu_dec64((int64_t)lua_tointeger(L, idx), buf));
       return 1;
     }
     return put_float(o, (double)lua_tonumber(L, idx));

@@ -808,7 +808,8 @@ static void wait_point(eu_world *w, eu_task *t, int effect, int ns, const char *
 
 static void hexify(const uint64_t v[4], char hex[65]) {
   int i;
-  for (i = 0; i < 4; i++) snprintf(hex + 16 * i, 17, "%016" PRIx64, v[i]);
+  for (i = 0; i < 4; i++) eu_hex64(v[i], hex + 16 * i);
+  hex[64] = '\0';
 }
 
 int eu_world_id_from_name(eu_world *w, int ns, const char *name, size_t len, char hex[65]) {

@@ -1,6 +1,7 @@
 /*
  * test_clone.c: the value encoding, its refusals, its order and its rendering.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -426,6 +427,34 @@ static void test_format_reads_like_lua(void) {
                 1000, ">{ \"a\", [1.5] = 0, [3] = \"c\", [\"a b\"] = { true }, [\"end\"] = 1, [false] = 0 }");
 }
 
+/* eu_hex64 and eu_dec64 write what printf does, on edges and on many values. */
+static void test_digits_read_as_printf_writes_them(void) {
+  static const int64_t edges[] = { 0, 1, -1, 9, 10, -10, 99, 100, INT64_MAX, INT64_MIN, INT64_MIN + 1,
+                                   1000000007, -4294967296LL };
+  uint64_t x = 88172645463325252ULL;
+  char want[32], hex[16], dec[20];
+  size_t i, n;
+  for (i = 0; i < sizeof edges / sizeof edges[0] + 20000; i++) {
+    int64_t v;
+    if (i < sizeof edges / sizeof edges[0]) {
+      v = edges[i];
+    } else {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      v = (int64_t)(x >> (x & 63));  /* every length, and both signs */
+      if (x & 64) v = -v;
+    }
+    snprintf(want, sizeof want, "%016" PRIx64, (uint64_t)v);
+    eu_hex64((uint64_t)v, hex);
+    ASSERT(memcmp(hex, want, 16) == 0);
+    snprintf(want, sizeof want, "%lld", (long long)v);
+    n = eu_dec64(v, dec);
+    ASSERT_EQ((int)n, (int)strlen(want));
+    ASSERT(memcmp(dec, want, n) == 0);
+  }
+}
+
 static int leads_true(const char *chunk) {
   lua_State *L = new_state();
   eu_buf b;
@@ -623,6 +652,7 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
   { "format reads like Lua", test_format_reads_like_lua },
   { "format cuts long output", test_format_cuts_long_output },
   { "leads_true reads the first value only", test_leads_true_reads_the_first_value_only },
+  { "digits read as printf writes them", test_digits_read_as_printf_writes_them },
   { "key order is exact and total", test_key_order_is_exact_and_total },
   { "ids cross as ids and tables as tables", test_ids_cross_as_ids_and_tables_as_tables },
   { "refuses ids that are no ids", test_refuses_ids_that_are_no_ids },
