@@ -13,15 +13,11 @@
 
 #include <lauxlib.h>
 
+#include "buf.h"
 #include "lurl.h"
 #include "sandbox.h"
 
 #define DEFAULT_BASE "http://localhost"
-
-typedef struct span {
-  const char *p;
-  size_t n;
-} span;
 
 /* The byte sets url.lua encodes, as one bit each. */
 enum { IN_PATH = 1, IN_QUERY = 2, IN_FRAGMENT = 4 };
@@ -41,7 +37,7 @@ static int needs_escape(unsigned char c, int set) {
 }
 
 /* Writes s with the set's bytes as %XX to out (room for 3 * n); returns the length. */
-static size_t escape(char *out, span s, int set) {
+static size_t escape(char *out, eu_span s, int set) {
   static const char hex[] = "0123456789ABCDEF";
   size_t i, k = 0;
   for (i = 0; i < s.n; i++) {
@@ -57,7 +53,7 @@ static size_t escape(char *out, span s, int set) {
   return k;
 }
 
-static size_t escaped_len(span s, int set) {
+static size_t escaped_len(eu_span s, int set) {
   size_t i, n = s.n;
   for (i = 0; i < s.n; i++) n += needs_escape((unsigned char)s.p[i], set) ? 2 : 0;
   return n;
@@ -76,8 +72,9 @@ static int is_dotdot(const char *p, size_t n) {
 }
 
 /* RFC 3986 section 5.2.4 on path (which starts with '/'), as url.lua's
- * remove_dot_segments: out holds path.n + 1 bytes, segs path.n + 1 spans. */
-static size_t remove_dots(char *out, span path, span *segs) {
+ * remove_dot_segments: out holds path.n + 1 bytes, segs a span for each
+ * '/' in path and one more. */
+static size_t remove_dots(char *out, eu_span path, eu_span *segs) {
   const char *p = path.p + 1, *end = path.p + path.n;
   size_t nseg = 0, k = 0, i;
   int trailing = 0;
@@ -134,9 +131,9 @@ static int url_split(lua_State *L, int metered) {
   const char *s = luaL_checklstring(L, 1, &ls);
   const char *a, *b, *end;
   char *in, *out, *protocol, *lowhost, *path_esc, *path_out, *search_out, *hash_out, *href;
-  span *segs;
-  span after, authority, tail, username = { "", 0 }, password = { "", 0 };
-  span hostname, port, pathname, search, hash;
+  eu_span *segs;
+  eu_span after, authority, tail, username = { "", 0 }, password = { "", 0 };
+  eu_span hostname, port, pathname, search, hash;
   size_t nscheme, npath, nhref, host_at, nhost;
   if (metered) eu_sandbox_charge(L, (int64_t)(ls / 4) + 16, "url.parse");
   if (ls > ((size_t)-1) / 32 - 64) return luaL_error(L, "url.parse: the URL is too long");
@@ -261,8 +258,8 @@ static int url_split(lua_State *L, int metered) {
   nwork += (nscheme + 1) + 2 + username.n + 1 + password.n + 1 + hostname.n + 1 + port.n + (npath_esc + 1) +
            nsearch_esc + nhash_esc;
   nwork = (nwork + 15) & ~(size_t)15;  /* the spans after the bytes, aligned */
-  out = lua_newuserdatauv(L, nwork + (nslash + 1) * sizeof(span), 0);
-  segs = (span *)(void *)(out + nwork);
+  out = lua_newuserdatauv(L, nwork + (nslash + 1) * sizeof(eu_span), 0);
+  segs = (eu_span *)(void *)(out + nwork);
   protocol = out;
   for (i = 0; i < nscheme; i++) protocol[i] = (char)tolower((unsigned char)in[i]);
   protocol[nscheme] = ':';
@@ -272,7 +269,7 @@ static int url_split(lua_State *L, int metered) {
   escape(path_esc, pathname, IN_PATH);
   path_out = path_esc + npath_esc;
   {
-    span escaped;
+    eu_span escaped;
     escaped.p = path_esc;
     escaped.n = npath_esc;
     npath = remove_dots(path_out, escaped, segs);

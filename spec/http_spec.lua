@@ -353,6 +353,8 @@ describe("eutaxy.http", function()
       for _, field in ipairs({ "status", "statusText", "ok", "body", "webSocket" }) do
         assert.are.equal(empty[field], plain[field], field)
       end
+      for k in pairs(empty) do assert.is_not_nil(plain[k], k) end
+      for k in pairs(plain) do assert.is_not_nil(empty[k], k) end
       plain.headers:set("x-one", "1")
       assert.is_nil(Response.json(1).headers:get("x-one"))
     end)

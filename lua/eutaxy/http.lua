@@ -346,6 +346,18 @@ end
 -- Statuses whose responses carry no body, where fetch refuses one.
 local null_body_status = { [204] = true, [205] = true, [304] = true }
 
+-- A response of parts already checked; headers becomes its own.
+local function make_response(status, status_text, headers, body, ws)
+  return setmetatable({
+    status = status,
+    statusText = status_text,
+    headers = headers,
+    ok = status >= 200 and status <= 299,
+    body = body,
+    webSocket = ws,
+  }, response_mt)
+end
+
 --- Builds a response. The status must be an integer within 200-599 (as in
 --- fetch), or 101 with a webSocket (the client end of a WebSocketPair whose
 --- server end the object accepted); 204, 205 and 304 cannot have a body.
@@ -388,14 +400,7 @@ function Response.new(body, init)
     fail("Response.new: statusText must be a string without line breaks")
   end
 
-  return setmetatable({
-    status = status,
-    statusText = status_text,
-    headers = Headers.new(init.headers),
-    ok = status >= 200 and status <= 299,
-    body = body,
-    webSocket = ws,
-  }, response_mt)
+  return make_response(status, status_text, Headers.new(init.headers), body, ws)
 end
 
 --- A response whose body is json.encode(value), with content-type
@@ -409,13 +414,8 @@ function Response.json(value, init)
   end
   if init == nil then
     -- what the general path below makes of no init, without checking a name and value known good
-    return setmetatable({
-      status = 200,
-      statusText = "",
-      headers = setmetatable({ _list = { { "content-type", "application/json" } } }, Headers),
-      ok = true,
-      body = json.encode(value),
-    }, response_mt)
+    local headers = setmetatable({ _list = { { "content-type", "application/json" } } }, Headers)
+    return make_response(200, "", headers, json.encode(value), nil)
   end
   local headers = Headers.new(init.headers)
   if not headers:has("content-type") then headers:set("content-type", "application/json") end

@@ -212,10 +212,7 @@ local split = core and core.url_split
 ---@return eutaxy.URL|nil
 ---@return string|nil error
 function url.parse(s)
-  if not split then return parse_in_lua(s) end
-  if type(s) ~= "string" then
-    return nil, "invalid URL: expected a string, got " .. type(s)
-  end
+  if not split or type(s) ~= "string" then return parse_in_lua(s) end
   local parts, why = split(s)
   if not parts then return invalid(s, why) end
   parts.query = parts.search == "" and {} or url.parse_query(parts.search)
