@@ -8,6 +8,7 @@
  * classes waste matters less than that nothing of the allocator's state is
  * outside the range.
  */
+#include <assert.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -22,6 +23,8 @@ struct eu_arena {
   size_t top;             /* bytes from the arena's start in use, this header included */
   size_t limit;           /* bytes reserved */
   size_t ready;           /* bytes whose pages were asked for at once (populate) */
+  size_t fixed;           /* where the fixed blocks begin, from the arena's start (limit: none) */
+  int sealed;             /* the fixed blocks are read-only */
   void *free[NCLASS];
 };
 
@@ -35,7 +38,7 @@ struct eu_arena {
  * the kernel cannot (before Linux 5.14), the faults come one by one. */
 static void populate(eu_arena *a, size_t upto) {
   size_t from = a->ready, to = (upto + POPULATE - 1) / POPULATE * POPULATE;
-  if (to > a->limit) to = a->limit;
+  if (to > a->fixed) to = a->fixed & ~(size_t)4095;
   if (to <= from) return;
   madvise((char *)a + from, to - from, MADV_POPULATE_WRITE);
   a->ready = to;
@@ -70,6 +73,7 @@ eu_arena *eu_arena_new(size_t limit) {
   if (p == MAP_FAILED) return NULL;
   ((eu_arena *)p)->limit = size;
   ((eu_arena *)p)->ready = 4096;
+  ((eu_arena *)p)->fixed = size;
   eu_arena_clear(p);
   return p;
 }
@@ -83,6 +87,33 @@ void eu_arena_clear(eu_arena *a) {
   memset(a->free, 0, sizeof a->free);
 }
 
+void eu_arena_clear_all(eu_arena *a) {
+  if (a->sealed) mprotect((char *)a + a->fixed, a->limit - a->fixed, PROT_READ | PROT_WRITE);
+  a->sealed = 0;
+  a->fixed = a->limit;
+  eu_arena_clear(a);
+}
+
+void *eu_arena_alloc_fixed(eu_arena *a, size_t n) {
+  size_t size = (n + 15) & ~(size_t)15;
+  if (a->sealed || n == 0 || size > a->fixed - a->top || a->fixed - a->top - size < a->limit / 2)
+    return eu_arena_alloc(a, n);
+  a->fixed -= size;
+  return (char *)a + a->fixed;
+}
+
+void eu_arena_seal(eu_arena *a) {
+  size_t from = a->fixed & ~(size_t)4095;
+  if (a->sealed || a->fixed == a->limit || from < a->top) return;
+  if (mprotect((char *)a + from, a->limit - from, PROT_READ) != 0) return;
+  a->fixed = from;
+  a->sealed = 1;
+}
+
+static int is_fixed(const eu_arena *a, const void *p) {
+  return (const char *)p >= (const char *)a + a->fixed;
+}
+
 void *eu_arena_alloc(eu_arena *a, size_t n) {
   int c;
   size_t size;
@@ -94,7 +125,7 @@ void *eu_arena_alloc(eu_arena *a, size_t n) {
     return p;
   }
   size = class_size(c);
-  if (size > a->limit - a->top) return NULL;
+  if (size > a->fixed - a->top) return NULL;
   p = (char *)a + a->top;
   a->top += size;
   if (a->top > a->ready) populate(a, a->top);
@@ -103,7 +134,7 @@ void *eu_arena_alloc(eu_arena *a, size_t n) {
 
 void eu_arena_free(eu_arena *a, void *p, size_t n) {
   int c;
-  if (!p) return;
+  if (!p || is_fixed(a, p)) return;
   c = class_of(n);
   memcpy(p, &a->free[c], sizeof p);
   a->free[c] = p;
@@ -116,7 +147,7 @@ void *eu_arena_realloc(eu_arena *a, void *p, size_t old, size_t n) {
     eu_arena_free(a, p, old);
     return NULL;
   }
-  if (class_of(old) == class_of(n)) return p;
+  if (class_of(old) == class_of(n) && !is_fixed(a, p)) return p;
   if (!(q = eu_arena_alloc(a, n))) return NULL;
   memcpy(q, p, old < n ? old : n);
   eu_arena_free(a, p, old);
@@ -127,11 +158,35 @@ size_t eu_arena_used(const eu_arena *a) { return a->top; }
 
 void eu_arena_save(const eu_arena *a, void *to) { memcpy(to, a, a->top); }
 
+/* What an arena knows of its range rather than of its heap: a load or a
+ * delta leaves it as it is. An image's fixed blocks are the arena's own,
+ * the same since it was sealed. */
+typedef struct {
+  size_t limit, ready, fixed;
+  int sealed;
+} range;
+
+static range range_of(const eu_arena *a) {
+  range r;
+  r.limit = a->limit;
+  r.ready = a->ready;
+  r.fixed = a->fixed;
+  r.sealed = a->sealed;
+  return r;
+}
+
+static void keep_range(eu_arena *a, range r) {
+  a->limit = r.limit;
+  a->ready = r.ready;
+  a->fixed = r.fixed;
+  a->sealed = r.sealed;
+}
+
 void eu_arena_load(eu_arena *a, const void *from, size_t len) {
-  size_t limit = a->limit, ready = a->ready;
+  range r = range_of(a);
+  assert(((const eu_arena *)from)->fixed == r.fixed);
   memcpy(a, from, len);
-  a->limit = limit;
-  a->ready = ready;
+  keep_range(a, r);
 }
 
 /* A delta is the image's length, then runs over its 8-byte words: how many
@@ -221,12 +276,13 @@ static void put_base(unsigned char *cur, const unsigned char *base, size_t base_
 
 void eu_arena_apply_delta(eu_arena *a, const void *base, size_t base_len, size_t clean_to,
                           const unsigned char *delta, size_t len) {
-  size_t limit = a->limit, ready, top, i = 0, same, diff;
+  size_t top, i = 0, same, diff;
   const unsigned char *p = delta, *end = delta + len;
   unsigned char *cur = (unsigned char *)a;
+  range r;
   p = get_count(p, &top);
   if (top > a->ready) populate(a, top);
-  ready = a->ready;
+  r = range_of(a);
   if (clean_to < top) put_base(cur, base, base_len, clean_to, top);
   while (p < end) {
     p = get_count(p, &same);
@@ -236,14 +292,14 @@ void eu_arena_apply_delta(eu_arena *a, const void *base, size_t base_len, size_t
     p += diff * 8;
     i += diff;
   }
-  a->limit = limit;
-  a->ready = ready;
+  keep_range(a, r);
 }
 
 void eu_arena_undo_delta(eu_arena *a, const void *base, size_t base_len, const unsigned char *delta, size_t len) {
-  size_t limit = a->limit, ready = a->ready, top, i = 0, same, diff;
+  size_t top, i = 0, same, diff;
   const unsigned char *p = delta, *end = delta + len;
   unsigned char *cur = (unsigned char *)a;
+  range r = range_of(a);
   p = get_count(p, &top);
   while (p < end) {
     p = get_count(p, &same);
@@ -253,8 +309,7 @@ void eu_arena_undo_delta(eu_arena *a, const void *base, size_t base_len, const u
     p += diff * 8;
     i += diff;
   }
-  a->limit = limit;
-  a->ready = ready;
+  keep_range(a, r);
 }
 
 void eu_prefault(void *p, size_t n) {
@@ -265,7 +320,8 @@ void eu_prefault(void *p, size_t n) {
 void *eu_arena_first(eu_arena *a) { return (char *)a + HEADER; }
 
 int eu_arena_owns(const eu_arena *a, const void *p) {
-  return (const char *)p >= (const char *)a + HEADER && (const char *)p < (const char *)a + a->top;
+  return ((const char *)p >= (const char *)a + HEADER && (const char *)p < (const char *)a + a->top) ||
+         (is_fixed(a, p) && (const char *)p < (const char *)a + a->limit);
 }
 
 size_t eu_arena_delta_top(const unsigned char *delta) {

@@ -4,8 +4,9 @@
  * An arena is one reserved range of address space with a size-class
  * allocator inside it, its free lists and its top included: everything it
  * knows lives in the range. The bytes from its start to its top are then
- * the whole heap, pointers and all, and copying them back (eu_arena_load)
- * returns the heap to the moment they were copied (eu_arena_save). The
+ * the whole heap, pointers and all, but for the blocks that never change
+ * (fixed blocks, below), and copying them back (eu_arena_load) returns the
+ * heap to the moment they were copied (eu_arena_save). The
  * checker keeps an object's isolate in one (isolate.h), so that a schedule
  * can start from a state an earlier one passed through instead of
  * rebuilding it.
@@ -26,14 +27,29 @@ typedef struct eu_arena eu_arena;
  * (a freed block serves its own size class only). */
 eu_arena *eu_arena_new(size_t limit);
 void eu_arena_delete(eu_arena *a);
-/* Frees every block at once. */
+/* Frees every block of the image at once; the fixed blocks stay. */
 void eu_arena_clear(eu_arena *a);
+/* Frees the fixed blocks too: the arena as eu_arena_new made it. */
+void eu_arena_clear_all(eu_arena *a);
 
 void *eu_arena_alloc(eu_arena *a, size_t n);
 /* n is the size the block was asked for (or resized to). */
 void eu_arena_free(eu_arena *a, void *p, size_t n);
 /* realloc's contract, with the block's size given: NULL (p kept) when out of room. */
 void *eu_arena_realloc(eu_arena *a, void *p, size_t old, size_t n);
+
+/* Fixed blocks: written once, before the arena's first image, and only
+ * read after, such as the code and constants of the modules an isolate
+ * loads before anything of its own. They lie at the far end of the range,
+ * outside every image, so that saves and loads do not copy them; every
+ * image of the arena shares them. eu_arena_alloc_fixed gives one (or, once
+ * sealed or with no room, an ordinary block); eu_arena_free and
+ * eu_arena_realloc take either kind, and a fixed block's space is never
+ * used again before eu_arena_clear_all. eu_arena_seal makes the fixed
+ * blocks read-only, so that a write to one faults rather than leaves a
+ * heap that no image returns to. */
+void *eu_arena_alloc_fixed(eu_arena *a, size_t n);
+void eu_arena_seal(eu_arena *a);
 
 /* The image: the bytes a save copies. */
 size_t eu_arena_used(const eu_arena *a);

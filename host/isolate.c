@@ -52,6 +52,8 @@ struct eu_isolate {
   /* the owner's, here rather than the owner's address in the heap's
    * closures, so that an image of the heap serves another owner */
   eu_determ_hooks hooks;
+  int fix_code;  /* chunks loaded now keep their code in the arena's fixed blocks */
+  int loading;   /* a chunk of bytecode is being loaded */
 };
 
 /* The extra space of every thread holds the isolate: lua_newthread copies it. */
@@ -186,7 +188,11 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
       return NULL;
     }
   }
-  p = heap(iso, ptr, old, nsize);
+  /* What Lua makes while it loads bytecode, but for its objects (whose
+   * headers the collector writes), are the functions' arrays of code,
+   * constants and debug information: never written again. */
+  if (!ptr && osize == 0 && iso->loading) p = eu_arena_alloc_fixed(iso->arena, nsize);
+  else p = heap(iso, ptr, old, nsize);
   if (p) iso->mem = iso->mem - old + nsize;
   else eu_faultsim_note_oom();  /* the machine's */
   return p;
@@ -261,15 +267,25 @@ static void keep(const char *path, unsigned h, char *code, size_t len) {
 
 /* Loads the Lua file at path (cached), pushing the chunk or an error message. */
 int eu_isolate_loadfile(lua_State *L, const char *path) {
+  eu_isolate *iso = eu_isolate_of(L);
   chunk *c;
   unsigned h = hash_path(path);
   char *code;
   size_t len;
   eu_buf b;
+  int rc;
   for (c = chunks[h]; c; c = c->next)
-    if (strcmp(c->path, path) == 0) return luaL_loadbufferx(L, c->code, c->len, path, "b");
+    if (strcmp(c->path, path) == 0) {
+      iso->loading = iso->fix_code;
+      rc = luaL_loadbufferx(L, c->code, c->len, path, "b");
+      iso->loading = 0;
+      return rc;
+    }
   if ((code = eu_luac_read(path, &len)) != NULL) {
-    if (eu_luac_load(L, code, len, path) == LUA_OK) {
+    iso->loading = iso->fix_code;
+    rc = eu_luac_load(L, code, len, path);
+    iso->loading = 0;
+    if (rc == LUA_OK) {
       keep(path, h, code, len);
       return LUA_OK;
     }
@@ -321,7 +337,7 @@ int eu_isolate_new(eu_isolate **out, const eu_isolate_opts *o, char *err, size_t
   lua_State *L;
   *out = NULL;
   if (o->arena) {
-    eu_arena_clear(o->arena);
+    eu_arena_clear_all(o->arena);
     if ((iso = eu_arena_alloc(o->arena, sizeof *iso)) != NULL) memset(iso, 0, sizeof *iso);
   } else {
     iso = calloc(1, sizeof *iso);
@@ -354,6 +370,11 @@ int eu_isolate_new(eu_isolate **out, const eu_isolate_opts *o, char *err, size_t
 }
 
 eu_isolate *eu_isolate_in(eu_arena *a) { return eu_arena_first(a); }
+
+void eu_isolate_fix_code(eu_isolate *iso, int on) {
+  iso->fix_code = on && iso->arena;
+  if (!on && iso->arena) eu_arena_seal(iso->arena);
+}
 
 void eu_isolate_set_owner(eu_isolate *iso, void *ud, const eu_determ_hooks *hooks) {
   iso->ud = ud;

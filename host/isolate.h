@@ -40,6 +40,11 @@ int eu_isolate_new(eu_isolate **out, const eu_isolate_opts *o, char *err, size_t
 void eu_isolate_close(eu_isolate *iso);
 /* The isolate an image of its arena holds, once loaded back. */
 eu_isolate *eu_isolate_in(eu_arena *a);
+/* In an arena: while on, the code, constants and debug information of the
+ * bytecode the isolate loads (eu_isolate_loadfile) go to the arena's fixed
+ * blocks, outside its images (arena.h); off seals them. For what is loaded
+ * before the arena's first image, and the same in every build of it. */
+void eu_isolate_fix_code(eu_isolate *iso, int on);
 lua_State *eu_isolate_L(eu_isolate *iso);
 void *eu_isolate_ud(lua_State *L);          /* the owner's data, from any thread of the isolate */
 /* A new owner, with its hooks, for an isolate put back from an image

@@ -1280,9 +1280,13 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   }
   L = eu_isolate_L(o->iso);
   if (!io.arena || !boot) {
+    /* the runtime's code is the same in every image of the arena: it is
+     * kept apart from them (eu_isolate_fix_code) */
     lua_pushcfunction(L, load_runtime);
     lua_pushlightuserdata(L, &a);
+    eu_isolate_fix_code(o->iso, 1);
     rc = lua_pcall(L, 1, 0, 0);
+    eu_isolate_fix_code(o->iso, 0);
     if (rc == LUA_OK && a.impure) {
       /* the worker module stays out of every base: again without it */
       w->plain_base = 1;
@@ -1296,7 +1300,9 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
       L = eu_isolate_L(o->iso);
       lua_pushcfunction(L, load_runtime);
       lua_pushlightuserdata(L, &a);
+      eu_isolate_fix_code(o->iso, 1);
       rc = lua_pcall(L, 1, 0, 0);
+      eu_isolate_fix_code(o->iso, 0);
     }
     if (rc != LUA_OK) {
       lua_pushcfunction(L, traceback);

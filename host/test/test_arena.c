@@ -2,12 +2,14 @@
  * test_arena.c: the fixed-address heap (arena.c) through its API: blocks of
  * the small classes and of the power-of-two ones, realloc's contract, a
  * saved image that returns the heap (pointers inside it included) to the
- * moment it was taken, running out of room, and which pointers are its.
+ * moment it was taken, running out of room, which pointers are its, and
+ * the fixed blocks that stay out of its images.
  *
  * Every block a test takes is filled with a pattern of its own and checked
  * later, so two blocks that overlap show as a wrong byte.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -366,6 +368,73 @@ static void test_delta_returns_each_heap_grown_from_a_base(void) {
   eu_arena_delete(a);
 }
 
+/* Whether the page of p may be written, as /proc/self/maps says. */
+static int writable(const void *p) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[512], perms[8];
+  unsigned long from, to;
+  int w = -1;
+  if (!f) return -1;
+  while (w < 0 && fgets(line, sizeof line, f))
+    if (sscanf(line, "%lx-%lx %7s", &from, &to, perms) == 3 && (uintptr_t)p >= from && (uintptr_t)p < to)
+      w = perms[1] == 'w';
+  fclose(f);
+  return w;
+}
+
+static void test_fixed_blocks_stay_out_of_images_and_are_read_only_once_sealed(void) {
+  eu_arena *a = eu_arena_new(1 << 20);
+  unsigned char *f[4], *p, *q, *image;
+  size_t len, top;
+  int i;
+  ASSERT(a != NULL);
+  p = eu_arena_alloc(a, 100);
+  top = eu_arena_used(a);
+  for (i = 0; i < 4; i++) {
+    ASSERT((f[i] = eu_arena_alloc_fixed(a, 1000 + (size_t)i)) != NULL);
+    ASSERT(aligned(f[i]));
+    ASSERT(eu_arena_owns(a, f[i]));
+    fill(f[i], 1000 + (size_t)i, (unsigned char)i);
+  }
+  /* apart from each other and from the image, which they do not grow */
+  for (i = 1; i < 4; i++) ASSERT(f[i] + 1000 + i <= f[i - 1]);
+  ASSERT(f[3] > p + 100);
+  ASSERT_EQ(eu_arena_used(a), top);
+  eu_arena_seal(a);
+  /* sealed: a new one is an ordinary block, and the fixed ones are read-only */
+  q = eu_arena_alloc_fixed(a, 64);
+  ASSERT(q != NULL && q >= p + 100 && q < f[3]);
+  ASSERT(eu_arena_used(a) > top);
+  ASSERT_EQ(writable(f[0]), 0);
+  ASSERT_EQ(writable(f[3] + 500), 0);
+  ASSERT_EQ(writable(q), 1);
+  len = eu_arena_used(a);
+  ASSERT((image = malloc(len)) != NULL);
+  eu_arena_save(a, image);
+  /* freeing a fixed block gives nothing back; a realloc of one moves it to an ordinary block */
+  eu_arena_free(a, f[1], 1001);
+  q = eu_arena_realloc(a, f[2], 1002, 1002);
+  ASSERT(q != NULL && q != f[2] && q < f[3]);
+  ASSERT(filled(q, 1002, 2));
+  ASSERT(eu_arena_alloc(a, 1001) != f[1]);
+  /* a load and a clear keep them, with their bytes */
+  eu_arena_load(a, image, len);
+  ASSERT_EQ(eu_arena_used(a), len);
+  eu_arena_clear(a);
+  for (i = 0; i < 4; i++) ASSERT(filled(f[i], 1000 + (size_t)i, (unsigned char)i));
+  eu_arena_load(a, image, len);
+  ASSERT_EQ(eu_arena_used(a), len);
+  /* clearing everything makes the range writable and the fixed space free again */
+  eu_arena_clear_all(a);
+  ASSERT(eu_arena_alloc(a, 100) == p);
+  ASSERT_EQ(eu_arena_alloc_fixed(a, 1000), f[0]);
+  ASSERT_EQ(writable(f[0]), 1);
+  fill(f[0], 1000, 9);
+  ASSERT(filled(f[0], 1000, 9));
+  free(image);
+  eu_arena_delete(a);
+}
+
 static const eu_test tests[] = {
   { "hands out small blocks aligned and apart, and reuses a freed one for its class",
     test_small_blocks_are_aligned_apart_and_reused_by_class },
@@ -378,6 +447,8 @@ static const eu_test tests[] = {
   { "owns exactly the blocks below its top", test_owns_exactly_the_blocks_below_its_top },
   { "returns each heap grown from a base from its delta, whatever the arena held",
     test_delta_returns_each_heap_grown_from_a_base },
+  { "keeps fixed blocks out of its images, read-only once sealed, until cleared of everything",
+    test_fixed_blocks_stay_out_of_images_and_are_read_only_once_sealed },
 };
 
 int main(void) { return test_main(tests, sizeof tests / sizeof tests[0]); }
