@@ -566,6 +566,8 @@ static const luaL_Reg isolate_funcs[] = {
   {"in_invocation", c_in_invocation},
   {"json_encoder", eu_json_encoder_metered},
   {"url_split", eu_url_split_metered},
+  {"row_object", eu_sql_row_object_metered},
+  {"row_objects", eu_sql_row_objects_metered},
   {"no_retry", c_no_retry},
   {"uuid", c_uuid},
   {"visit_reply", c_visit_reply},
@@ -1316,6 +1318,8 @@ static const luaL_Reg host_funcs[] = {
   {"fnv1a64", l_fnv1a64},
   {"json_encoder", eu_json_encoder},
   {"url_split", eu_url_split},
+  {"row_object", eu_sql_row_object},
+  {"row_objects", eu_sql_row_objects},
   {"lua_files", l_lua_files},
   {NULL, NULL}
 };

@@ -29,6 +29,7 @@
 #include "clone.h"
 #include "eutaxy.h"
 #include "lstore.h"
+#include "sandbox.h"
 #include "utf8.h"
 
 typedef struct eu_lstate {
@@ -155,6 +156,66 @@ static int exec_rows(lua_State *L) {
   }
   return 1;
 }
+
+/* Row objects (storage.lua's as_object, which stays the definition): the
+ * row at stack index row as a table keyed by the names at names, in
+ * order, so a later column of a name wins and a NULL one takes the name
+ * away. 0, pushing nothing, for anything but a table of ncol strings and a
+ * table row, for as_object to say what is wrong. */
+static int push_object(lua_State *L, int names, int row, lua_Integer ncol) {
+  lua_Integer i;
+  if (lua_type(L, row) != LUA_TTABLE) return 0;
+  lua_createtable(L, 0, ncol > 64 ? 64 : (int)ncol);
+  for (i = 1; i <= ncol; i++) {
+    lua_rawgeti(L, names, i);
+    lua_rawgeti(L, row, i);
+    lua_rawset(L, -3);
+  }
+  return 1;
+}
+
+/* The number of names at idx, or -1 when one of them is no string. */
+static lua_Integer column_names(lua_State *L, int idx) {
+  lua_Integer n, i;
+  if (lua_type(L, idx) != LUA_TTABLE) return -1;
+  n = (lua_Integer)lua_rawlen(L, idx);
+  for (i = 1; i <= n; i++) {
+    int t = lua_rawgeti(L, idx, i);
+    lua_pop(L, 1);
+    if (t != LUA_TSTRING) return -1;
+  }
+  return n;
+}
+
+/* row_object(names, row) -> the object, or nothing */
+static int row_object(lua_State *L, int metered) {
+  lua_Integer ncol = column_names(L, 1);
+  if (ncol < 0) return 0;
+  if (metered) eu_sandbox_charge(L, ncol + 1, "cursor:next");
+  return push_object(L, 1, 2, ncol);
+}
+
+/* row_objects(names, rows, from) -> { the objects of rows[from], rows[from + 1], ... }, or nothing */
+static int row_objects(lua_State *L, int metered) {
+  int isint;
+  lua_Integer ncol = column_names(L, 1), from = lua_tointegerx(L, 3, &isint), n, i;
+  if (ncol < 0 || lua_type(L, 2) != LUA_TTABLE || !isint) return 0;
+  n = (lua_Integer)luaL_len(L, 2);
+  if (metered && n >= from) eu_sandbox_charge(L, (n - from + 1) * (ncol + 1), "cursor:toArray");
+  lua_createtable(L, n >= from && n - from < 1024 ? (int)(n - from + 1) : 0, 0);
+  for (i = from; i <= n; i++) {
+    lua_rawgeti(L, 2, i);
+    if (!push_object(L, 1, lua_gettop(L), ncol)) return 0;
+    lua_rawseti(L, -3, i - from + 1);
+    lua_pop(L, 1);
+  }
+  return 1;
+}
+
+int eu_sql_row_object(lua_State *L) { return row_object(L, 0); }
+int eu_sql_row_object_metered(lua_State *L) { return row_object(L, 1); }
+int eu_sql_row_objects(lua_State *L) { return row_objects(L, 0); }
+int eu_sql_row_objects_metered(lua_State *L) { return row_objects(L, 1); }
 
 static int bind_arg(lua_State *L, sqlite3_stmt *st, int i, int idx) {
   size_t n;

@@ -36,6 +36,15 @@
 #include <lua.h>
 #include "store.h"
 
+/* eutaxy.core's row_object(names, row) and row_objects(names, rows, from):
+ * a cursor's rows as objects (storage.lua's as_object, which says what is
+ * wrong when they return nothing). The _metered ones, an isolate's, charge
+ * its CPU meter by the values they place. */
+int eu_sql_row_object(lua_State *L);
+int eu_sql_row_object_metered(lua_State *L);
+int eu_sql_row_objects(lua_State *L);
+int eu_sql_row_objects_metered(lua_State *L);
+
 /* s must outlive every use of the pushed functions in L. */
 void eu_lstore_push(lua_State *L, eu_store *s);
 /* One of them alone (name is its key in the table: "exec", "list", ...). */

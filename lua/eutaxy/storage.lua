@@ -12,6 +12,15 @@
 
 local setmetatable, type, pcall, error = setmetatable, type, pcall, error
 
+-- Inside an isolate eutaxy.core is the third argument of this chunk; a host
+-- state requires it, and without it the rows become objects in Lua alone.
+local core = select(3, ...)
+if not core then
+  local ok, m = pcall(require, "eutaxy.core")
+  core = ok and m or nil
+end
+local row_object, row_objects = core and core.row_object, core and core.row_objects
+
 local storage = {}
 
 --- Rows of one `sql:exec`, read eagerly; the methods consume them in order.
@@ -25,7 +34,9 @@ local Cursor = {}
 Cursor.__index = Cursor
 Cursor.__name = "eutaxy.Cursor"
 
--- An object keyed by column name; a NULL column is absent.
+-- An object keyed by column name; a NULL column is absent. The host's
+-- row_object and row_objects make the same, faster; they give nothing for
+-- what this says is wrong.
 local function as_object(names, row)
   local object = {}
   for i = 1, #names do object[names[i]] = row[i] end
@@ -39,14 +50,18 @@ function Cursor:next()
   local row = self._rows[pos]
   if row == nil then return nil end
   self._pos = pos
-  return as_object(self.columnNames, row)
+  return row_object and row_object(self.columnNames, row) or as_object(self.columnNames, row)
 end
 
 --- The remaining rows as objects.
 ---@return table[]
 function Cursor:toArray()
-  local rows, names, out = self._rows, self.columnNames, {}
-  for i = self._pos + 1, #rows do out[#out + 1] = as_object(names, rows[i]) end
+  local rows, names = self._rows, self.columnNames
+  local out = row_objects and row_objects(names, rows, self._pos + 1)
+  if not out then
+    out = {}
+    for i = self._pos + 1, #rows do out[#out + 1] = as_object(names, rows[i]) end
+  end
   self._pos = #rows
   return out
 end
@@ -82,6 +97,7 @@ function Cursor:rows()
 end
 
 storage.Cursor = Cursor
+storage._as_object = as_object
 
 -- Calls a C function and, when it raises a message, raises it again so that
 -- it points at the caller of the method that called invoke.
