@@ -378,23 +378,45 @@ static int put_float(eu_buf *b, lua_Number f) {
   return eu_buf_put(b, bytes, 9);
 }
 
-/* nil, booleans, numbers, strings; anything else is the caller's business */
+/* v as eu_buf_putu writes it, at p, which has room for 10 bytes; the end. */
+static char *put_varint(char *p, uint64_t v) {
+  do {
+    unsigned char byte = v & 0x7f;
+    v >>= 7;
+    *p++ = (char)(byte | (v ? 0x80 : 0));
+  } while (v);
+  return p;
+}
+
+/* nil, booleans, numbers, strings; anything else is the caller's business.
+ * The bytes of eu_buf_putc, eu_buf_puti and eu_buf_putu, with one reserve. */
 static int put_scalar(eu_buf *b, const eu_key *k) {
-  int rc;
+  char *p;
+  int64_t i;
   switch (k->type) {
     case LUA_TNIL: return eu_buf_putc(b, TAG_NIL);
     case LUA_TBOOLEAN: return eu_buf_putc(b, k->i ? TAG_TRUE : TAG_FALSE);
     case LUA_TNUMBER:
       if (!k->isint) return put_float(b, k->f);
-      rc = eu_buf_putc(b, TAG_INT);
-      return rc == EU_OK ? eu_buf_puti(b, (int64_t)k->i) : rc;
+      if (eu_buf_reserve(b, 11) != EU_OK) return EU_ENOMEM;
+      p = b->p + b->n;
+      *p++ = TAG_INT;
+      i = (int64_t)k->i;
+      p = put_varint(p, ((uint64_t)i << 1) ^ (uint64_t)(i >> 63));  /* zigzag */
+      break;
     case LUA_TSTRING:
-      rc = eu_buf_putc(b, TAG_STRING);
-      if (rc == EU_OK) rc = eu_buf_putu(b, k->len);
-      if (rc == EU_OK) rc = eu_buf_put(b, k->s, k->len);
-      return rc;
+      if (k->len > SIZE_MAX - 11 || eu_buf_reserve(b, 11 + k->len) != EU_OK) return EU_ENOMEM;
+      p = b->p + b->n;
+      *p++ = TAG_STRING;
+      p = put_varint(p, k->len);
+      if (k->len) memcpy(p, k->s, k->len);
+      p += k->len;
+      break;
     default: return EU_EINVAL;
   }
+  b->n = (size_t)(p - b->p);
+  *p = '\0';
+  return EU_OK;
 }
 
 static const char *type_noun(int type) {
@@ -414,6 +436,23 @@ static int entry_cmp(const void *pa, const void *pb) {
   return eu_key_cmp(&((const entry *)pa)->k, &((const entry *)pb)->k);
 }
 
+/* The n entries in key order: for the few most tables hold, their indices
+ * in order (an insertion sort); beyond 16, the entries themselves sorted in
+ * place. Only keys that cannot be cloned compare equal, and which of them
+ * comes first changes no message. */
+static void sort_entries(entry *es, size_t n, unsigned char *order) {
+  size_t i, j;
+  if (n > 16) {
+    qsort(es, n, sizeof *es, entry_cmp);
+    return;
+  }
+  for (i = 0; i < n; i++) {
+    unsigned char x = (unsigned char)i;
+    for (j = i; j > 0 && eu_key_cmp(&es[order[j - 1]].k, &es[x].k) > 0; j--) order[j] = order[j - 1];
+    order[j] = x;
+  }
+}
+
 /* The table at stack index v->pos, whose path has plen keys. Walks it once
  * with lua_next, describing each pair; a value that is itself a table stays
  * on the stack (below the iteration key) until it is written. */
@@ -422,6 +461,7 @@ static int encode_table(enc *e, const eu_key *v, int plen) {
   int t = (int)v->pos, top = lua_gettop(L), i, rc = EU_OK;
   entry small[8];  /* most tables are small: no malloc for them */
   entry *es = small;
+  unsigned char order[16];  /* es's indices in key order, when there are at most 16 */
   size_t n = 0, cap = sizeof small / sizeof small[0], j;
   char what[64];
   for (i = 0; i < e->nopen; i++)
@@ -452,13 +492,14 @@ static int encode_table(enc *e, const eu_key *v, int plen) {
     }
     else lua_pop(L, 1);
   }
-  if (n > 1) qsort(es, n, sizeof *es, entry_cmp);
+  sort_entries(es, n, order);
   e->open[e->nopen++] = v->ref;
   rc = eu_buf_putc(e->b, TAG_TABLE);
   if (rc == EU_OK) rc = eu_buf_putu(e->b, n);
   if (rc != EU_OK) rc = nomem(e);
   for (j = 0; j < n && rc == EU_OK; j++) {
-    const eu_key *k = &es[j].k;
+    const entry *en = &es[n > 16 ? j : order[j]];
+    const eu_key *k = &en->k;
     if (k->type != LUA_TNUMBER && k->type != LUA_TSTRING && k->type != LUA_TBOOLEAN) {
       /* sorted after every valid key, so which bad key is named is fixed */
       snprintf(what, sizeof what, "cannot clone a %s key", type_noun(k->type));
@@ -467,7 +508,7 @@ static int encode_table(enc *e, const eu_key *v, int plen) {
     }
     e->path[plen] = k;
     if (put_scalar(e->b, k) != EU_OK) rc = nomem(e);
-    else rc = encode_value(e, &es[j].v, plen + 1);
+    else rc = encode_value(e, &en->v, plen + 1);
   }
   e->nopen--;
 done:
