@@ -1,8 +1,9 @@
 /*
  * eutaxy.json's encoder in C: ljson.h says what, lua/eutaxy/json.lua is the
- * definition. The text is built in a userdata on the Lua stack that grows
- * by replacement, so an error raised while encoding (memory, the CPU
- * meter) leaves nothing to free.
+ * definition. The text is built in a buffer on the C stack and, once it
+ * outgrows that, in a userdata on the Lua stack that grows by replacement,
+ * so an error raised while encoding (memory, the CPU meter) leaves nothing
+ * to free.
  */
 #include <math.h>
 #include <stdint.h>
@@ -109,6 +110,48 @@ static int put_float(out *o, double v) {
 
 static int put_value(out *o, int idx, int depth);
 
+/* An object of nkeys string keys, at most SMALL_KEYS, as put_table writes
+ * it below: the keys stay reachable on the stack, and their order is an
+ * insertion sort of indices. */
+#define SMALL_KEYS 16
+
+static int put_small_object(out *o, int idx, int depth, size_t nkeys) {
+  lua_State *L = o->L;
+  eu_span keys[SMALL_KEYS];
+  unsigned char order[SMALL_KEYS];
+  size_t k = 0, i, j;
+  int base;
+  if (!lua_checkstack(L, (int)nkeys + 4)) return 0;
+  base = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) == LUA_TSTRING && k < nkeys) {
+      lua_pushvalue(L, -1);
+      lua_insert(L, -2);  /* the copy stays below the iteration's key */
+      keys[k].p = lua_tolstring(L, -2, &keys[k].n);
+      order[k] = (unsigned char)k;
+      for (j = k; j > 0 && eu_span_cmp(&keys[order[j - 1]], &keys[k]) > 0; j--) order[j] = order[j - 1];
+      order[j] = (unsigned char)k;
+      k++;
+    }
+  }
+  put(o, "{", 1);
+  for (i = 0; i < k; i++) {
+    const eu_span *key = &keys[order[i]];
+    if (i > 0) put(o, ",", 1);
+    put_quoted(o, (const unsigned char *)key->p, key->n);
+    put(o, ":", 1);
+    lua_pushvalue(L, base + 1 + order[i]);
+    lua_rawget(L, idx);
+    if (!put_value(o, lua_gettop(L), depth + 1)) return 0;
+    lua_pop(L, 1);
+  }
+  put(o, "}", 1);
+  lua_settop(L, base);
+  return 1;
+}
+
 /* The table at idx (absolute); 0 when json.lua is to say it. */
 static int put_table(out *o, int idx, int depth) {
   lua_State *L = o->L;
@@ -152,6 +195,7 @@ static int put_table(out *o, int idx, int depth) {
     put(o, "{}", 2);
     return 1;
   }
+  if (nkeys <= SMALL_KEYS) return put_small_object(o, idx, depth, nkeys);
   /* The keys, sorted bytewise (json.lua's order in every locale). The
    * array after them keeps their strings reachable whatever a finalizer,
    * run by an allocation below, does to the table; neither loop allocates
@@ -225,6 +269,7 @@ static int put_value(out *o, int idx, int depth) {
  * metatable, json.null and json.lua's encoder as its upvalues. */
 static int json_encode(lua_State *L, int metered) {
   out o;
+  char first[256];  /* the text until it outgrows this: most do not */
   int ok;
   lua_settop(L, 1);
   lua_pushvalue(L, lua_upvalueindex(1));
@@ -234,8 +279,9 @@ static int json_encode(lua_State *L, int metered) {
   o.array_mt = 2;
   o.null = 3;
   o.metered = metered;
-  o.cap = 256;
-  o.p = lua_newuserdatauv(L, o.cap, 0);
+  o.cap = sizeof first;
+  o.p = first;
+  lua_pushnil(L);  /* the slot of the userdata that takes over from first */
   o.slot = lua_gettop(L);
   ok = put_value(&o, 1, 0);
   charge(&o);
