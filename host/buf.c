@@ -101,21 +101,23 @@ int eu_buf_printf(eu_buf *b, const char *fmt, ...) {
   return rc;
 }
 
-int eu_buf_putu(eu_buf *b, uint64_t v) {
-  unsigned char tmp[10];
-  size_t n = 0;
+char *eu_varint(char *p, uint64_t v) {
   do {
     unsigned char byte = v & 0x7f;
     v >>= 7;
-    tmp[n++] = byte | (v ? 0x80 : 0);
+    *p++ = (char)(byte | (v ? 0x80 : 0));
   } while (v);
-  return eu_buf_put(b, tmp, n);
+  return p;
 }
 
-int eu_buf_puti(eu_buf *b, int64_t v) {
-  uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);  /* zigzag */
-  return eu_buf_putu(b, z);
+uint64_t eu_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+int eu_buf_putu(eu_buf *b, uint64_t v) {
+  char tmp[EU_VARINT_MAX];
+  return eu_buf_put(b, tmp, (size_t)(eu_varint(tmp, v) - tmp));
 }
+
+int eu_buf_puti(eu_buf *b, int64_t v) { return eu_buf_putu(b, eu_zigzag(v)); }
 
 char *eu_buf_take(eu_buf *b, size_t *n) {
   char *p = b->p;

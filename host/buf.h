@@ -55,7 +55,12 @@ int eu_span_cmp(const void *a, const void *b);
  * eu_dec64 up to 20 characters and returns how many. */
 void eu_hex64(uint64_t v, char out[16]);
 size_t eu_dec64(int64_t v, char out[20]);
-/* Unsigned LEB128 and zigzag signed varints, as the value encoding uses them. */
+/* Unsigned LEB128 and zigzag signed varints, as the value encoding uses them.
+ * eu_varint writes v's bytes at p, which has room for EU_VARINT_MAX, and
+ * returns their end; eu_zigzag is a signed value's unsigned form. */
+#define EU_VARINT_MAX 10
+char *eu_varint(char *p, uint64_t v);
+uint64_t eu_zigzag(int64_t v);
 int eu_buf_putu(eu_buf *b, uint64_t v);
 int eu_buf_puti(eu_buf *b, int64_t v);
 /* Hands the bytes over: *n gets the length, the buffer becomes empty. */

@@ -378,37 +378,26 @@ static int put_float(eu_buf *b, lua_Number f) {
   return eu_buf_put(b, bytes, 9);
 }
 
-/* v as eu_buf_putu writes it, at p, which has room for 10 bytes; the end. */
-static char *put_varint(char *p, uint64_t v) {
-  do {
-    unsigned char byte = v & 0x7f;
-    v >>= 7;
-    *p++ = (char)(byte | (v ? 0x80 : 0));
-  } while (v);
-  return p;
-}
-
 /* nil, booleans, numbers, strings; anything else is the caller's business.
  * The bytes of eu_buf_putc, eu_buf_puti and eu_buf_putu, with one reserve. */
 static int put_scalar(eu_buf *b, const eu_key *k) {
   char *p;
-  int64_t i;
   switch (k->type) {
     case LUA_TNIL: return eu_buf_putc(b, TAG_NIL);
     case LUA_TBOOLEAN: return eu_buf_putc(b, k->i ? TAG_TRUE : TAG_FALSE);
     case LUA_TNUMBER:
       if (!k->isint) return put_float(b, k->f);
-      if (eu_buf_reserve(b, 11) != EU_OK) return EU_ENOMEM;
+      if (eu_buf_reserve(b, 1 + EU_VARINT_MAX) != EU_OK) return EU_ENOMEM;
       p = b->p + b->n;
       *p++ = TAG_INT;
-      i = (int64_t)k->i;
-      p = put_varint(p, ((uint64_t)i << 1) ^ (uint64_t)(i >> 63));  /* zigzag */
+      p = eu_varint(p, eu_zigzag((int64_t)k->i));
       break;
     case LUA_TSTRING:
-      if (k->len > SIZE_MAX - 11 || eu_buf_reserve(b, 11 + k->len) != EU_OK) return EU_ENOMEM;
+      if (k->len > SIZE_MAX - 1 - EU_VARINT_MAX || eu_buf_reserve(b, 1 + EU_VARINT_MAX + k->len) != EU_OK)
+        return EU_ENOMEM;
       p = b->p + b->n;
       *p++ = TAG_STRING;
-      p = put_varint(p, k->len);
+      p = eu_varint(p, k->len);
       if (k->len) memcpy(p, k->s, k->len);
       p += k->len;
       break;

@@ -5,6 +5,7 @@
  * so an error raised while encoding (memory, the CPU meter) leaves nothing
  * to free.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -110,45 +111,62 @@ static int put_float(out *o, double v) {
 
 static int put_value(out *o, int idx, int depth);
 
-/* An object of nkeys string keys, at most SMALL_KEYS, as put_table writes
- * it below: the keys stay reachable on the stack, and their order is an
- * insertion sort of indices. */
-#define SMALL_KEYS 16
+/* A key of an object, and the stack slot of the copy that keeps it reachable. */
+typedef struct okey {
+  eu_span s;
+  int slot;
+} okey;
 
-static int put_small_object(out *o, int idx, int depth, size_t nkeys) {
+static int okey_cmp(const void *a, const void *b) { return eu_span_cmp(&((const okey *)a)->s, &((const okey *)b)->s); }
+
+/* The few keys most objects have are sorted on the C stack, by insertion. */
+#define FEW_KEYS 16
+
+/* The object at idx, of nkeys string keys, with its keys sorted bytewise
+ * (json.lua's order in every locale). A copy of each key stays on the Lua
+ * stack, below the walk's own key, so the keys stay reachable whatever a
+ * finalizer, run by an allocation below, does to the table; neither loop
+ * allocates (the array of keys has its room). 0 when the stack cannot hold
+ * the keys: json.lua encodes such an object. */
+static int put_object(out *o, int idx, int depth, size_t nkeys) {
   lua_State *L = o->L;
-  eu_span keys[SMALL_KEYS];
-  unsigned char order[SMALL_KEYS];
+  okey few[FEW_KEYS], *keys = few, x;
   size_t k = 0, i, j;
-  int base;
-  if (!lua_checkstack(L, (int)nkeys + 4)) return 0;
-  base = lua_gettop(L);
+  int top = lua_gettop(L);
+  if (nkeys > (size_t)INT_MAX / 2 || !lua_checkstack(L, (int)nkeys + 4)) return 0;
+  if (nkeys > FEW_KEYS) keys = lua_newuserdatauv(L, nkeys * sizeof *keys, 0);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
     if (lua_type(L, -1) == LUA_TSTRING && k < nkeys) {
       lua_pushvalue(L, -1);
-      lua_insert(L, -2);  /* the copy stays below the iteration's key */
-      keys[k].p = lua_tolstring(L, -2, &keys[k].n);
-      order[k] = (unsigned char)k;
-      for (j = k; j > 0 && eu_span_cmp(&keys[order[j - 1]], &keys[k]) > 0; j--) order[j] = order[j - 1];
-      order[j] = (unsigned char)k;
+      lua_insert(L, -2);
+      keys[k].s.p = lua_tolstring(L, -2, &keys[k].s.n);
+      keys[k].slot = lua_gettop(L) - 1;
       k++;
+    }
+  }
+  if (k > FEW_KEYS) {
+    qsort(keys, k, sizeof *keys, okey_cmp);
+  } else {
+    for (i = 1; i < k; i++) {
+      x = keys[i];
+      for (j = i; j > 0 && eu_span_cmp(&keys[j - 1].s, &x.s) > 0; j--) keys[j] = keys[j - 1];
+      keys[j] = x;
     }
   }
   put(o, "{", 1);
   for (i = 0; i < k; i++) {
-    const eu_span *key = &keys[order[i]];
     if (i > 0) put(o, ",", 1);
-    put_quoted(o, (const unsigned char *)key->p, key->n);
+    put_quoted(o, (const unsigned char *)keys[i].s.p, keys[i].s.n);
     put(o, ":", 1);
-    lua_pushvalue(L, base + 1 + order[i]);
+    lua_pushvalue(L, keys[i].slot);
     lua_rawget(L, idx);
     if (!put_value(o, lua_gettop(L), depth + 1)) return 0;
     lua_pop(L, 1);
   }
   put(o, "}", 1);
-  lua_settop(L, base);
+  lua_settop(L, top);
   return 1;
 }
 
@@ -156,9 +174,8 @@ static int put_small_object(out *o, int idx, int depth, size_t nkeys) {
 static int put_table(out *o, int idx, int depth) {
   lua_State *L = o->L;
   lua_Integer count = 0, max_index = 0, i;
-  size_t nkeys = 0, k;
-  eu_span *keys = NULL;
-  int marked = 0, keys_slot;
+  size_t nkeys = 0;
+  int marked = 0;
   if (depth > MAX_DEPTH || !lua_checkstack(L, 6)) return 0;
   if (lua_getmetatable(L, idx)) {
     marked = lua_rawequal(L, -1, o->array_mt);
@@ -195,39 +212,7 @@ static int put_table(out *o, int idx, int depth) {
     put(o, "{}", 2);
     return 1;
   }
-  if (nkeys <= SMALL_KEYS) return put_small_object(o, idx, depth, nkeys);
-  /* The keys, sorted bytewise (json.lua's order in every locale). The
-   * array after them keeps their strings reachable whatever a finalizer,
-   * run by an allocation below, does to the table; neither loop allocates
-   * (the array has its room). */
-  keys = lua_newuserdatauv(L, nkeys * sizeof *keys, 0);
-  keys_slot = lua_gettop(L);
-  lua_createtable(L, (int)nkeys, 0);
-  k = 0;
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    lua_pop(L, 1);
-    if (lua_type(L, -1) == LUA_TSTRING && k < nkeys) {
-      keys[k].p = lua_tolstring(L, -1, &keys[k].n);
-      lua_pushvalue(L, -1);
-      lua_rawseti(L, keys_slot + 1, (lua_Integer)++k);
-    }
-  }
-  nkeys = k;
-  qsort(keys, nkeys, sizeof *keys, eu_span_cmp);
-  put(o, "{", 1);
-  for (k = 0; k < nkeys; k++) {
-    if (k > 0) put(o, ",", 1);
-    put_quoted(o, (const unsigned char *)keys[k].p, keys[k].n);
-    put(o, ":", 1);
-    lua_pushlstring(L, keys[k].p, keys[k].n);
-    lua_rawget(L, idx);
-    if (!put_value(o, lua_gettop(L), depth + 1)) return 0;
-    lua_pop(L, 1);
-  }
-  put(o, "}", 1);
-  lua_settop(L, keys_slot - 1);
-  return 1;
+  return put_object(o, idx, depth, nkeys);
 }
 
 static int put_value(out *o, int idx, int depth) {

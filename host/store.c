@@ -255,6 +255,13 @@ static int full(eu_store *s);
  * and what lost them decides whose failure that is (eu_store_lost_code). */
 static void forget_alarm(eu_store *s) { s->alarm_known = 0; }
 
+static void know_alarm(eu_store *s, int has, int64_t at, int retry) {
+  s->alarm_known = 1;
+  s->alarm_has = has;
+  s->alarm_at = at;
+  s->alarm_retry = retry;
+}
+
 static void note_lost(eu_store *s, int rc) {
   forget_alarm(s);
   if (s->baseline && !s->lost_code && sqlite3_get_autocommit(s->db)) {
@@ -1617,10 +1624,7 @@ int eu_store_get_alarm(eu_store *s, int *has, int64_t *at, int *retry) {
   if (rc < 0) return rc;
   /* a build with assertions reads the row every time, and checks what it would have answered */
   assert(!s->alarm_known || (s->alarm_has == *has && s->alarm_at == *at && s->alarm_retry == *retry));
-  s->alarm_known = 1;
-  s->alarm_has = *has;
-  s->alarm_at = *at;
-  s->alarm_retry = *retry;
+  know_alarm(s, *has, *at, *retry);
   return EU_OK;
 }
 
@@ -1635,10 +1639,7 @@ int eu_store_set_alarm(eu_store *s, int64_t at, int retry) {
   sqlite3_reset(st);
   if (rc < 0) return rc;
   s->alarm_dirty = 1;
-  s->alarm_known = 1;
-  s->alarm_has = 1;
-  s->alarm_at = at;
-  s->alarm_retry = retry;
+  know_alarm(s, 1, at, retry);
   return EU_OK;
 }
 
@@ -1647,10 +1648,7 @@ int eu_store_delete_alarm(eu_store *s) {
   if (rc < 0) return rc;
   if ((rc = is_run(s, IS_ALARM_DEL)) < 0) return rc;
   s->alarm_dirty = 1;
-  s->alarm_known = 1;
-  s->alarm_has = 0;
-  s->alarm_at = 0;
-  s->alarm_retry = 0;
+  know_alarm(s, 0, 0, 0);
   return EU_OK;
 }
 

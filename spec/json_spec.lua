@@ -173,6 +173,9 @@ describe("eutaxy.json", function()
         if random(5) == 1 then json.array(t) end
       else
         for _ = 1, random(4) - 1 do t[KEYS[random(#KEYS)]] = value(depth + 1) end
+        if random(12) == 1 then                            -- wide: more keys than the encoder sorts by insertion
+          for _ = 1, 12 + random(30) do t[KEYS[random(#KEYS)] .. random(50)] = SCALARS[random(#SCALARS)] end
+        end
         if random(8) == 1 then t[1] = true end             -- mixed
         if random(10) == 1 then t[2.5] = 1 end             -- a float key
         if random(10) == 1 then json.array(t) end
