@@ -55,14 +55,37 @@ static int raise_store(lua_State *L, eu_store *s) {
   return lua_error(L);
 }
 
-static eu_lstate *lstate(lua_State *L, const char *fname) {
+/* Raises the value at the top; a message gets the position of the Lua
+ * code level calls up (none for level 0), as error(message, level) gives
+ * it: storage.lua's methods that call a function here directly pass 2,
+ * their caller's line. */
+static int raise_top(lua_State *L, int level) {
+  if (level > 0 && lua_type(L, -1) == LUA_TSTRING) {
+    luaL_where(L, level);
+    lua_insert(L, -2);
+    lua_concat(L, 2);
+  }
+  return lua_error(L);
+}
+
+static int raise_at(lua_State *L, int level, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  return raise_top(L, level);
+}
+
+static eu_lstate *lstate_at(lua_State *L, const char *fname, int level) {
   eu_lstate *ls = lua_touserdata(L, lua_upvalueindex(1));
   if (ls->busy)
-    raise(L, "%s: storage cannot be used from a __gc finalizer that runs "
-          "while another storage call reads rows", fname);
-  if (!eu_store_available(ls->s)) raise(L, "%s: %s", fname, eu_store_errmsg(ls->s));
+    raise_at(L, level, "%s: storage cannot be used from a __gc finalizer that runs "
+             "while another storage call reads rows", fname);
+  if (!eu_store_available(ls->s)) raise_at(L, level, "%s: %s", fname, eu_store_errmsg(ls->s));
   return ls;
 }
+
+static eu_lstate *lstate(lua_State *L, const char *fname) { return lstate_at(L, fname, 0); }
 
 /* Runs fn under lua_pcall with ud and the value at idx as its arguments. */
 static int protect(lua_State *L, lua_CFunction fn, void *ud, int idx, int nresults) {
@@ -238,58 +261,60 @@ static int bind_arg(lua_State *L, sqlite3_stmt *st, int i, int idx) {
 }
 
 /* sql:exec with the query at q and its bindings after it: the result
- * table, or a cursor of the class at 1 when cursor is set. */
-static int run_exec(lua_State *L, int q, int cursor) {
-  eu_lstate *ls = lstate(L, "sql:exec");
+ * table, or a cursor of the class at 1 when cursor is set. Errors carry
+ * the position level calls up (raise_top). */
+static int run_exec(lua_State *L, int q, int cursor, int level) {
+  eu_lstate *ls = lstate_at(L, "sql:exec", level);
   exec_ctx x;
   size_t len;
   const char *sql;
   int i, nb, np, status;
   if (lua_type(L, q) != LUA_TSTRING)
-    return raise(L, "sql:exec: the query must be a string, got %s", luaL_typename(L, q));
+    return raise_at(L, level, "sql:exec: the query must be a string, got %s", luaL_typename(L, q));
   sql = lua_tolstring(L, q, &len);
   nb = lua_gettop(L) - q;
   for (i = 1; i <= nb; i++) {
     int t = lua_type(L, q + i);
     if (t != LUA_TNIL && t != LUA_TBOOLEAN && t != LUA_TNUMBER && t != LUA_TSTRING)
-      return raise(L, "sql:exec: cannot bind a %s (parameter %d)", lua_typename(L, t), i);
+      return raise_at(L, level, "sql:exec: cannot bind a %s (parameter %d)", lua_typename(L, t), i);
   }
   x.s = ls->s;
   x.cursor = cursor;
-  if (eu_store_touch(x.s) < 0) return raise_store(L, x.s);
-  if (eu_store_prepare(x.s, sql, len, &x.st) < 0) return raise_store(L, x.s);
-  if (!x.st) return raise(L, "sql:exec: the query holds no SQL statement");
+  if (eu_store_touch(x.s) < 0 || eu_store_prepare(x.s, sql, len, &x.st) < 0)
+    return raise_at(L, level, "%s", eu_store_errmsg(x.s));
+  if (!x.st) return raise_at(L, level, "sql:exec: the query holds no SQL statement");
   np = sqlite3_bind_parameter_count(x.st);
   if (np != nb) {
     eu_store_reset(x.s, x.st);
-    return raise(L, "sql:exec: the statement takes %d binding%s, got %d", np, np == 1 ? "" : "s", nb);
+    return raise_at(L, level, "sql:exec: the statement takes %d binding%s, got %d", np, np == 1 ? "" : "s", nb);
   }
   for (i = 1; i <= nb; i++) {
     int rc = bind_arg(L, x.st, i, q + i);
     if (rc != SQLITE_OK) {
       eu_store_reset(x.s, x.st);
-      return raise(L, "sql:exec: cannot bind parameter %d: %s", i, sqlite3_errstr(rc));
+      return raise_at(L, level, "sql:exec: cannot bind parameter %d: %s", i, sqlite3_errstr(rc));
     }
   }
   ls->busy = 1;
   status = protect(L, exec_rows, &x, cursor ? 1 : q, 1);
   ls->busy = 0;
   eu_store_reset(x.s, x.st);
-  if (status != LUA_OK) return lua_error(L);
+  if (status != LUA_OK) return raise_top(L, level);
   return 1;
 }
 
 /* exec(query, ...) -> { rows, columnNames, rowsRead, rowsWritten } */
 static int l_exec(lua_State *L) {
-  return run_exec(L, 1, 0);
+  return run_exec(L, 1, 0, 0);
 }
 
 /* query(Cursor, query, ...) -> a Cursor: what storage.lua's sql:exec
- * returns, made here rather than copied from exec's table. */
+ * returns, made here rather than copied from exec's table. sql:exec calls
+ * it directly, so its errors name the line that called sql:exec. */
 static int l_query(lua_State *L) {
   if (lua_type(L, 1) != LUA_TTABLE)
-    return raise(L, "sql:exec: the cursor class must be a table, got %s", luaL_typename(L, 1));
-  return run_exec(L, 2, 1);
+    return raise_at(L, 2, "sql:exec: the cursor class must be a table, got %s", luaL_typename(L, 1));
+  return run_exec(L, 2, 1, 2);
 }
 
 /* KV */

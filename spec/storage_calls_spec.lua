@@ -88,6 +88,35 @@ describe("storage:deleteAll()", function()
   end)
 end)
 
+describe("sql:exec's errors", function()
+  it("name the line that called sql:exec", function()
+    local world = testing.world { config = CONFIG }
+    local lines = {}
+    local n = 0
+    for line in io.lines(FIXTURE .. "/worker.lua") do
+      n = n + 1
+      if line:find("-- at: ", 1, true) then lines[#lines + 1] = n end
+    end
+    local errors = world.env.BOX:getByName("box"):badQueries()
+    world:close()
+    assert.are.equal(6, #lines)
+    assert.are.equal(#lines, #errors)
+    local expected = {
+      "sql:exec: the query must be a string, got number",
+      "sql:exec: cannot bind a table (parameter 1)",
+      "sql:exec: the statement takes 1 binding, got 0",
+      "sql:exec: the query holds no SQL statement",
+      "near \"SELEKT\": syntax error",
+      "integer overflow",
+    }
+    for i, err in ipairs(errors) do
+      local at = "worker.lua:" .. lines[i] .. ": "
+      assert.is_truthy(err:find(at, 1, true), ("error %d, %q, does not name line %d"):format(i, err, lines[i]))
+      assert.is_truthy(err:find(expected[i], 1, true), ("error %d, %q, is not %q"):format(i, err, expected[i]))
+    end
+  end)
+end)
+
 describe("storage.sql.databaseSize", function()
   local world
   before_each(function() world = testing.world { config = CONFIG } end)

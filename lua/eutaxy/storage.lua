@@ -110,7 +110,7 @@ end
 
 ---@class eutaxy.SqlStorage
 ---@field databaseSize integer the database's size in bytes, read afresh at every access
----@field private _query function the host's: makes the Cursor itself
+---@field private _query function the host's: makes the Cursor itself, and raises at exec's caller
 local SqlStorage = {}
 SqlStorage.__name = "eutaxy.SqlStorage"
 
@@ -121,7 +121,8 @@ SqlStorage.__name = "eutaxy.SqlStorage"
 ---@param ... nil|boolean|number|string
 ---@return eutaxy.Cursor
 function SqlStorage:exec(query, ...)
-  local cursor = invoke(self._query, Cursor, query, ...)  -- not a tail call: invoke raises at exec's caller
+  -- The host's query raises at exec's caller itself, two levels up from it.
+  local cursor = self._query(Cursor, query, ...)
   return cursor
 end
 
