@@ -132,6 +132,13 @@ struct eu_store {
   char lost_msg[256];  /* and its message */
   int txn_open;        /* outside baseline mode: touch began the turn's transaction */
   int turn;            /* in baseline mode: a turn's savepoint is open */
+  /* In baseline mode: the database is as its innermost checkpoint's
+   * savepoint began (nothing written since it began, or since a rollback to
+   * it), so a turn can end on that savepoint rather than open its own
+   * (turn_on_ck): its writes join the checkpoint's as a released turn
+   * savepoint's would, and ROLLBACK TO the checkpoint undoes just them. */
+  int ck_fresh;
+  int turn_on_ck;
   int alarm_dirty;
   /* The alarm row as the host last read or wrote it, while alarm_known: it
    * changes only by the host's own statements (user SQL cannot reach
@@ -660,6 +667,7 @@ static int is_prepare(eu_store *s, int which, sqlite3_stmt **out) {
  * schema change, and the authorizer sees it again then. */
 static int is_step(eu_store *s, sqlite3_stmt *st) {
   int rc, saved = s->internal;
+  if (!s->turn && !sqlite3_stmt_readonly(st)) s->ck_fresh = 0;  /* a write outside any turn */
   ENTER(s);
   s->internal = 1;
   s->denied = 0;
@@ -723,6 +731,7 @@ int eu_store_exec_internal(eu_store *s, const char *sql) {
   int rc, saved = s->internal;
   if ((rc = wake(s)) < 0) return rc;
   forget_alarm(s);
+  if (!s->turn) s->ck_fresh = 0;  /* it may write */
   ENTER(s);
   s->internal = 1;
   rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
@@ -760,6 +769,7 @@ static int apply_settings(eu_store *s);
  * kept and the wal hook. */
 static int connect(eu_store *s, char *err, size_t errlen) {
   forget_alarm(s);
+  s->ck_fresh = s->turn_on_ck = 0;
   const char *where = s->path ? s->path : "an in-memory database";
   int rc;
   {
@@ -1205,7 +1215,10 @@ int eu_store_step(eu_store *s, sqlite3_stmt *st) {
   m->charged = 0;
   m->charge_max = (uint64_t)EU_STORE_MAX_STEPS * EU_STORE_BYTES_PER_STEP;
   m->charging = 1;
-  if (!sqlite3_stmt_readonly(st)) s->turn_writer = 1;
+  if (!sqlite3_stmt_readonly(st)) {
+    s->turn_writer = 1;
+    if (!s->turn) s->ck_fresh = 0;
+  }
   rc = sqlite3_step(st);
   m->charging = 0;
   m->enforce = 0;
@@ -1328,7 +1341,7 @@ int eu_store_baseline_begin(eu_store *s) {
   s->baseline = 1;
   s->lost_code = 0;
   s->txn_open = 0;
-  s->turn = 0;
+  s->turn = s->turn_on_ck = s->ck_fresh = 0;
   s->depth = 0;
   return EU_OK;
 }
@@ -1338,7 +1351,7 @@ int eu_store_baseline_end(eu_store *s) {
   if (!s->baseline) return EU_OK;
   reset_busy(s);
   if (!sqlite3_get_autocommit(s->db)) rc = is_run(s, IS_ROLLBACK);
-  s->baseline = s->turn = s->depth = 0;
+  s->baseline = s->turn = s->turn_on_ck = s->ck_fresh = s->depth = 0;
   s->alarm_dirty = 0;
   return rc;
 }
@@ -1357,14 +1370,16 @@ int eu_store_baseline_commit(eu_store *s) {
     rc = eu_store_error(s, EU_ESQL, "the batch's transaction was rolled back by SQLite (the last error: %s)", last);
   }
   else rc = commit_all(s);
-  s->baseline = s->turn = s->depth = 0;
+  s->baseline = s->turn = s->turn_on_ck = s->ck_fresh = s->depth = 0;
   return rc;
 }
 
 int eu_store_checkpoint(eu_store *s) {
   if (!s->baseline || s->turn || s->depth) return fail(s, EU_EINVAL, "a checkpoint needs a run's transaction and no turn");
   if (sqlite3_get_autocommit(s->db)) return fail(s, EU_ESQL, "the run's transaction was rolled back by SQLite");
-  return is_run(s, IS_CK_BEGIN) < 0 ? EU_ESQL : EU_OK;
+  if (is_run(s, IS_CK_BEGIN) < 0) return EU_ESQL;
+  s->ck_fresh = 1;
+  return EU_OK;
 }
 
 int eu_store_checkpoint_back(eu_store *s, int n, int keep, int alarm_dirty) {
@@ -1372,9 +1387,11 @@ int eu_store_checkpoint_back(eu_store *s, int n, int keep, int alarm_dirty) {
   if (!s->baseline || sqlite3_get_autocommit(s->db)) return fail(s, EU_ESQL, "the run's transaction was rolled back by SQLite");
   reset_busy(s);
   /* ROLLBACK TO leaves its savepoint open: the kept mark */
+  s->ck_fresh = 0;
   while (n-- > 0 && rc == EU_OK)
     if (is_run(s, IS_CK_ROLLBACK) < 0 || ((n > 0 || !keep) && is_run(s, IS_CK_RELEASE) < 0)) rc = EU_ESQL;
-  s->turn = s->depth = s->txn_open = 0;
+  if (rc == EU_OK && keep) s->ck_fresh = 1;  /* the kept mark is the database again */
+  s->turn = s->turn_on_ck = s->depth = s->txn_open = 0;
   s->alarm_dirty = alarm_dirty;
   return rc;
 }
@@ -1402,8 +1419,14 @@ int eu_store_touch(eu_store *s) {
     if (sqlite3_get_autocommit(s->db))
       return fail(s, EU_ESQL, s->turn ? turn_lost : "the run's transaction was rolled back by SQLite");
     if (s->turn) return EU_OK;
-    rc = is_run(s, IS_TURN_BEGIN);
-    if (rc < 0) return rc;
+    if (s->ck_fresh) {
+      s->ck_fresh = 0;
+      s->turn_on_ck = 1;
+    } else {
+      rc = is_run(s, IS_TURN_BEGIN);
+      if (rc < 0) return rc;
+      s->turn_on_ck = 0;
+    }
     s->turn = 1;
     s->depth = 0;
     s->turn_changes = sqlite3_total_changes64(s->db);
@@ -1435,12 +1458,13 @@ int eu_store_in_turn(eu_store *s) {
 int eu_store_commit(eu_store *s) {
   int rc;
   if (s->baseline) {
+    int on_ck = s->turn_on_ck;
     if (!s->turn) return EU_OK;
     reset_busy(s);
-    s->turn = 0;
+    s->turn = s->turn_on_ck = 0;
     s->depth = 0;
     if (sqlite3_get_autocommit(s->db)) return fail(s, EU_ESQL, "the run's transaction was rolled back by SQLite");
-    return is_run(s, IS_TURN_RELEASE);
+    return on_ck ? EU_OK : is_run(s, IS_TURN_RELEASE);
   }
   if (!s->db || sqlite3_get_autocommit(s->db)) {
     s->depth = 0;
@@ -1458,11 +1482,18 @@ int eu_store_commit(eu_store *s) {
 int eu_store_rollback(eu_store *s) {
   int rc;
   if (s->baseline) {
+    int on_ck = s->turn_on_ck;
     if (!s->turn) return EU_OK;
     reset_busy(s);
-    s->turn = 0;
+    s->turn = s->turn_on_ck = 0;
     s->depth = 0;
     if (sqlite3_get_autocommit(s->db)) return EU_OK;
+    if (on_ck) {
+      /* ROLLBACK TO leaves the checkpoint's savepoint open, as it began */
+      rc = is_run(s, IS_CK_ROLLBACK);
+      if (rc == EU_OK) s->ck_fresh = 1;
+      return rc;
+    }
     rc = is_run(s, IS_TURN_ROLLBACK);
     if (rc < 0) return rc;
     return is_run(s, IS_TURN_RELEASE);
@@ -1878,6 +1909,7 @@ int eu_store_restore(eu_store *s, const unsigned char *data, size_t len) {
   forget_alarm(s);
   rc = eu_store_rollback(s);
   if (rc < 0) return rc;
+  s->ck_fresh = 0;
   /* Statements compiled against the old schema go; the host's come back on
    * their next use. */
   finalize_all(s);

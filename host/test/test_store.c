@@ -486,6 +486,45 @@ static void test_checkpoint_back_keeps_the_mark(void) {
   eu_store_close(s);
 }
 
+/* The first turn after a checkpoint, or after a return to a kept one, ends
+ * on the checkpoint's savepoint instead of one of its own: rolled back, it
+ * leaves the database as the checkpoint began and the mark still there;
+ * committed, its writes go with the mark's. The turn after it has a
+ * savepoint of its own again, as has one after a write outside any turn,
+ * which a rollback must not take away. */
+static void test_turns_on_a_fresh_checkpoint(void) {
+  eu_store *s = open_store();
+  ASSERT_OK(sql_run(s, "CREATE TABLE t (x); INSERT INTO t VALUES (1)"));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_baseline_begin(s));
+  ASSERT_OK(eu_store_checkpoint(s));
+  ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (10)"));
+  ASSERT_OK(eu_store_rollback(s));
+  ASSERT_EQ(count_raw(s, "SELECT sum(x) FROM t"), 1);
+  ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (100)"));   /* on the mark again */
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (1000)"));  /* a savepoint of its own */
+  ASSERT_OK(eu_store_rollback(s));
+  ASSERT_EQ(count_raw(s, "SELECT sum(x) FROM t"), 101);
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 1, 0));       /* kept: the mark is the database */
+  ASSERT_EQ(count_raw(s, "SELECT sum(x) FROM t"), 1);
+  ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (5)"));
+  ASSERT_OK(eu_store_rollback(s));
+  ASSERT_EQ(count_raw(s, "SELECT sum(x) FROM t"), 1);
+  ASSERT_OK(eu_store_exec_internal(s, "INSERT INTO t VALUES (50)"));  /* outside any turn */
+  ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (7)"));
+  ASSERT_OK(eu_store_rollback(s));
+  ASSERT_EQ(count_raw(s, "SELECT sum(x) FROM t"), 51);
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 0, 0));       /* forgotten: no mark left */
+  ASSERT_EQ(count_raw(s, "SELECT sum(x) FROM t"), 1);
+  ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (3)"));
+  ASSERT_OK(eu_store_rollback(s));
+  ASSERT_EQ(count_raw(s, "SELECT sum(x) FROM t"), 1);
+  ASSERT_OK(eu_store_baseline_end(s));
+  ASSERT_EQ(count_raw(s, "SELECT sum(x) FROM t"), 1);
+  eu_store_close(s);
+}
+
 static void test_delete_all_is_one_unit(void) {
   eu_store *s = open_store();
   ASSERT_OK(sql_run(s, "CREATE TABLE t (x); INSERT INTO t VALUES (1)"));
@@ -1230,6 +1269,7 @@ static const test tests[] = {
   T(test_delete_all_drops_everything_but_the_host_tables),
   T(test_delete_all_is_undone_by_a_checkpoint),
   T(test_checkpoint_back_keeps_the_mark),
+  T(test_turns_on_a_fresh_checkpoint),
   T(test_delete_all_is_one_unit),
   T(test_delete_all_drops_children_before_their_parents),
   T(test_database_size_is_page_count_times_page_size),
