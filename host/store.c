@@ -1388,8 +1388,13 @@ int eu_store_checkpoint_back(eu_store *s, int n, int keep, int alarm_dirty) {
   reset_busy(s);
   /* ROLLBACK TO leaves its savepoint open: the kept mark */
   s->ck_fresh = 0;
-  while (n-- > 0 && rc == EU_OK)
-    if (is_run(s, IS_CK_ROLLBACK) < 0 || ((n > 0 || !keep) && is_run(s, IS_CK_RELEASE) < 0)) rc = EU_ESQL;
+  /* The marks above the one gone back to are released first, each folding
+   * into the one before it, so that one ROLLBACK TO undoes them all: SQLite
+   * plays the pages back once, not once a mark. */
+  for (; n > 1 && rc == EU_OK; n--)
+    if (is_run(s, IS_CK_RELEASE) < 0) rc = EU_ESQL;
+  if (n == 1 && rc == EU_OK && (is_run(s, IS_CK_ROLLBACK) < 0 || (!keep && is_run(s, IS_CK_RELEASE) < 0)))
+    rc = EU_ESQL;
   if (rc == EU_OK && keep) s->ck_fresh = 1;  /* the kept mark is the database again */
   s->turn = s->turn_on_ck = s->depth = s->txn_open = 0;
   s->alarm_dirty = alarm_dirty;
