@@ -1386,16 +1386,17 @@ int eu_store_checkpoint_back(eu_store *s, int n, int keep, int alarm_dirty) {
   int rc = EU_OK;
   if (!s->baseline || sqlite3_get_autocommit(s->db)) return fail(s, EU_ESQL, "the run's transaction was rolled back by SQLite");
   reset_busy(s);
-  /* ROLLBACK TO leaves its savepoint open: the kept mark */
   s->ck_fresh = 0;
   /* The marks above the one gone back to are released first, each folding
    * into the one before it, so that one ROLLBACK TO undoes them all: SQLite
-   * plays the pages back once, not once a mark. */
+   * plays the pages back once, not once a mark. ROLLBACK TO leaves its
+   * savepoint open: the kept mark, which is the database again. */
   for (; n > 1 && rc == EU_OK; n--)
     if (is_run(s, IS_CK_RELEASE) < 0) rc = EU_ESQL;
-  if (n == 1 && rc == EU_OK && (is_run(s, IS_CK_ROLLBACK) < 0 || (!keep && is_run(s, IS_CK_RELEASE) < 0)))
-    rc = EU_ESQL;
-  if (rc == EU_OK && keep) s->ck_fresh = 1;  /* the kept mark is the database again */
+  if (n == 1 && rc == EU_OK) {
+    if (is_run(s, IS_CK_ROLLBACK) < 0 || (!keep && is_run(s, IS_CK_RELEASE) < 0)) rc = EU_ESQL;
+    else s->ck_fresh = keep;
+  }
   s->turn = s->turn_on_ck = s->depth = s->txn_open = 0;
   s->alarm_dirty = alarm_dirty;
   return rc;

@@ -156,7 +156,8 @@ int eu_store_commit(eu_store *s);
 int eu_store_rollback(eu_store *s);
 
 /* Baseline mode, for the checker and for serve: begin opens an outer
- * transaction in which every turn is a savepoint; end rolls back to where
+ * transaction in which every turn is a savepoint (the first turn after a
+ * checkpoint, below, ends on the checkpoint's own); end rolls back to where
  * begin was, keeping the
  * connection and its prepared statements. lost says SQLite ended the outer
  * transaction by itself (the store must then be opened afresh). */
