@@ -42,19 +42,6 @@ typedef struct eu_lstate {
 
 /* Raising */
 
-static int raise(lua_State *L, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  lua_pushvfstring(L, fmt, ap);
-  va_end(ap);
-  return lua_error(L);
-}
-
-static int raise_store(lua_State *L, eu_store *s) {
-  lua_pushstring(L, eu_store_errmsg(s));
-  return lua_error(L);
-}
-
 /* Raises the value at the top; a message gets the position of the Lua
  * code level calls up (none for level 0), as error(message, level) gives
  * it: storage.lua's methods that call a function here directly pass 2,
@@ -68,12 +55,18 @@ static int raise_top(lua_State *L, int level) {
   return lua_error(L);
 }
 
+/* A message from fmt, raised as raise_top does; level 0 for none. */
 static int raise_at(lua_State *L, int level, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   lua_pushvfstring(L, fmt, ap);
   va_end(ap);
   return raise_top(L, level);
+}
+
+static int raise_store(lua_State *L, eu_store *s) {
+  lua_pushstring(L, eu_store_errmsg(s));
+  return lua_error(L);
 }
 
 static eu_lstate *lstate_at(lua_State *L, const char *fname, int level) {
@@ -321,7 +314,7 @@ static int l_query(lua_State *L) {
 
 static const char *check_key(lua_State *L, int idx, const char *fname, size_t *len) {
   if (lua_type(L, idx) != LUA_TSTRING)
-    raise(L, "%s: the key must be a string, got %s", fname, luaL_typename(L, idx));
+    raise_at(L, 0, "%s: the key must be a string, got %s", fname, luaL_typename(L, idx));
   return lua_tolstring(L, idx, len);
 }
 
@@ -332,7 +325,7 @@ static lua_Integer check_keys(lua_State *L, int idx, const char *fname) {
     int t = lua_rawgeti(L, idx, i);
     lua_pop(L, 1);
     if (t != LUA_TSTRING)
-      raise(L, "%s: keys must be strings, got a %s at position %d", fname,
+      raise_at(L, 0, "%s: keys must be strings, got a %s at position %d", fname,
             lua_typename(L, t), (int)i);
   }
   return n;
@@ -344,10 +337,10 @@ static void push_value(lua_State *L, const char *fname, const char *key,
   char err[EU_ERRLEN];
   int n = 0;
   if (eu_clone_decode(L, val, vlen, &n, err, sizeof err) < 0)
-    raise(L, "%s: the value of key '%s' does not decode: %s", fname, key, err);
+    raise_at(L, 0, "%s: the value of key '%s' does not decode: %s", fname, key, err);
   if (n != 1) {
     lua_pop(L, n);
-    raise(L, "%s: the value of key '%s' does not decode: %d values", fname, key, n);
+    raise_at(L, 0, "%s: the value of key '%s' does not decode: %d values", fname, key, n);
   }
 }
 
@@ -383,7 +376,7 @@ static int l_get(lua_State *L) {
     return 1;
   }
   if (lua_type(L, 1) != LUA_TSTRING)
-    return raise(L, "storage:get: the key must be a string or an array of strings, got %s",
+    return raise_at(L, 0, "storage:get: the key must be a string or an array of strings, got %s",
                  luaL_typename(L, 1));
   key = lua_tolstring(L, 1, &klen);
   if (!get_one(L, ls->s, key, klen)) lua_pushnil(L);
@@ -412,7 +405,7 @@ static int put_many(lua_State *L) {
   while (lua_next(L, 2)) {
     lua_pop(L, 1);
     if (lua_type(L, -1) != LUA_TSTRING)
-      return raise(L, "storage:put: the keys of an entries table must be strings");
+      return raise_at(L, 0, "storage:put: the keys of an entries table must be strings");
     n++;
   }
   /* A userdata, so the array goes with the garbage if a later step raises;
@@ -435,7 +428,7 @@ static int put_many(lua_State *L) {
     lua_pushlstring(L, keys[i].p, keys[i].n);
     lua_rawget(L, 2);
     if (put_one(L, ls, keys[i].p, keys[i].n, -1, err, sizeof err) < 0)
-      return raise(L, "storage:put: key '%s': %s", keys[i].p, err);
+      return raise_at(L, 0, "storage:put: key '%s': %s", keys[i].p, err);
     lua_pop(L, 1);
   }
   return 0;
@@ -458,9 +451,9 @@ static int l_put(lua_State *L) {
     return 0;
   }
   key = check_key(L, 1, "storage:put", &klen);
-  if (lua_isnoneornil(L, 2)) return raise(L, "storage:put: value is nil; use delete");
+  if (lua_isnoneornil(L, 2)) return raise_at(L, 0, "storage:put: value is nil; use delete");
   if (put_one(L, ls, key, klen, 2, err, sizeof err) < 0)
-    return raise(L, "storage:put: %s", err);
+    return raise_at(L, 0, "storage:put: %s", err);
   return 0;
 }
 
@@ -539,7 +532,7 @@ static int list_rows(lua_State *L) {
   lua_newtable(L);  /* 3 */
   rc = eu_store_kv_list(x->s, &x->r, list_each, x);
   if (rc == EU_ECORRUPT)
-    return raise(L, "storage:list: the value of key '%s' does not decode: %s",
+    return raise_at(L, 0, "storage:list: the value of key '%s' does not decode: %s",
                  lua_tostring(L, -2), lua_tostring(L, -1));
   if (rc < 0) return raise_store(L, x->s);
   lua_settop(L, 3);
@@ -551,7 +544,7 @@ static const char *opt_string(lua_State *L, int idx, const char *name, size_t *l
   int t = lua_getfield(L, idx, name);
   if (t == LUA_TNIL) return NULL;
   if (t != LUA_TSTRING)
-    raise(L, "storage:list: option %s must be a string, got %s", name, lua_typename(L, t));
+    raise_at(L, 0, "storage:list: option %s must be a string, got %s", name, lua_typename(L, t));
   return lua_tolstring(L, -1, len);
 }
 
@@ -591,7 +584,7 @@ static int l_list(lua_State *L) {
     lua_settop(L, 0);
     lua_newtable(L);
   } else if (t != LUA_TTABLE) {
-    return raise(L, "storage:list: options must be a table, got %s", lua_typename(L, t));
+    return raise_at(L, 0, "storage:list: options must be a table, got %s", lua_typename(L, t));
   }
   lua_settop(L, 1);
   /* Each string stays pushed, so the bounds can point into it. */
@@ -599,26 +592,26 @@ static int l_list(lua_State *L) {
   after = opt_string(L, 1, "startAfter", &alen);
   end = opt_string(L, 1, "end", &elen);
   prefix = opt_string(L, 1, "prefix", &plen);
-  if (start && after) return raise(L, "storage:list: options start and startAfter cannot both be given");
+  if (start && after) return raise_at(L, 0, "storage:list: options start and startAfter cannot both be given");
   t = lua_getfield(L, 1, "limit");
   if (t != LUA_TNIL) {
     lua_Integer lim;
     if (t != LUA_TNUMBER)
-      return raise(L, "storage:list: option limit must be a positive integer, got %s", lua_typename(L, t));
+      return raise_at(L, 0, "storage:list: option limit must be a positive integer, got %s", lua_typename(L, t));
     if (!lua_isinteger(L, -1)) {
       lua_Number f = lua_tonumber(L, -1);
       if (!(f >= 1 && f < 0x1p63 && floor(f) == f))
-        return raise(L, "storage:list: option limit must be a positive integer, got %f", f);
+        return raise_at(L, 0, "storage:list: option limit must be a positive integer, got %f", f);
       lim = (lua_Integer)f;
     } else {
       lim = lua_tointeger(L, -1);
     }
-    if (lim < 1) return raise(L, "storage:list: option limit must be a positive integer, got %I", lim);
+    if (lim < 1) return raise_at(L, 0, "storage:list: option limit must be a positive integer, got %I", lim);
     x.r.limit = lim;
   }
   t = lua_getfield(L, 1, "reverse");
   if (t != LUA_TNIL && t != LUA_TBOOLEAN)
-    return raise(L, "storage:list: option reverse must be a boolean, got %s", lua_typename(L, t));
+    return raise_at(L, 0, "storage:list: option reverse must be a boolean, got %s", lua_typename(L, t));
   x.r.reverse = lua_toboolean(L, -1);
   if (start) lower_to(&x.r, start, slen);
   if (after) {  /* the first key after k is k followed by a zero byte */
@@ -676,15 +669,15 @@ static int l_set_alarm(lua_State *L) {
   eu_lstate *ls = lstate(L, "storage:setAlarm");
   int64_t at;
   if (lua_type(L, 1) != LUA_TNUMBER)
-    return raise(L, "storage:setAlarm: the time must be a number of ms since the epoch, got %s",
+    return raise_at(L, 0, "storage:setAlarm: the time must be a number of ms since the epoch, got %s",
                  luaL_typename(L, 1));
   if (lua_isinteger(L, 1)) {
     at = (int64_t)lua_tointeger(L, 1);
   } else {
     lua_Number f = floor(lua_tonumber(L, 1));
     if (!(f >= -0x1p63 && f < 0x1p63))  /* also refuses NaN */
-      return raise(L, "storage:setAlarm: the time must be a finite number of ms "
-                   "that fits an integer, got %f", f);
+      return raise_at(L, 0, "storage:setAlarm: the time must be a finite number of ms "
+                      "that fits an integer, got %f", f);
     at = (int64_t)f;
   }
   if (eu_store_set_alarm(ls->s, at, 0) < 0) return raise_store(L, ls->s);
@@ -719,7 +712,7 @@ static int l_database_size(lua_State *L) {
 static int l_transaction_sync(lua_State *L) {
   eu_lstate *ls = lstate(L, "storage:transactionSync");
   if (lua_type(L, 1) != LUA_TFUNCTION)
-    return raise(L, "storage:transactionSync: expected a function, got %s", luaL_typename(L, 1));
+    return raise_at(L, 0, "storage:transactionSync: expected a function, got %s", luaL_typename(L, 1));
   if (eu_store_savepoint(ls->s) < 0) return raise_store(L, ls->s);
   if (lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0) != LUA_OK) {
     eu_store_rollback_to(ls->s);

@@ -667,7 +667,7 @@ static int is_prepare(eu_store *s, int which, sqlite3_stmt **out) {
  * schema change, and the authorizer sees it again then. */
 static int is_step(eu_store *s, sqlite3_stmt *st) {
   int rc, saved = s->internal;
-  if (!s->turn && !sqlite3_stmt_readonly(st)) s->ck_fresh = 0;  /* a write outside any turn */
+  if (s->ck_fresh && !s->turn && !sqlite3_stmt_readonly(st)) s->ck_fresh = 0;  /* a write outside any turn */
   ENTER(s);
   s->internal = 1;
   s->denied = 0;
@@ -1217,7 +1217,7 @@ int eu_store_step(eu_store *s, sqlite3_stmt *st) {
   m->charging = 1;
   if (!sqlite3_stmt_readonly(st)) {
     s->turn_writer = 1;
-    if (!s->turn) s->ck_fresh = 0;
+    if (!s->turn) s->ck_fresh = 0;  /* a write outside any turn */
   }
   rc = sqlite3_step(st);
   m->charging = 0;

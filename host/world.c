@@ -1169,6 +1169,20 @@ static int load_runtime(lua_State *L) {
   return 0;
 }
 
+/* Loads the runtime into iso (load_runtime, under lua_pcall): its code goes
+ * to the arena's fixed blocks, the same in every image of the arena
+ * (eu_isolate_fix_code). The pcall's status; an error message on top. */
+static int run_load_runtime(eu_isolate *iso, boot_args *a) {
+  lua_State *L = eu_isolate_L(iso);
+  int rc;
+  lua_pushcfunction(L, load_runtime);
+  lua_pushlightuserdata(L, a);
+  eu_isolate_fix_code(iso, 1);
+  rc = lua_pcall(L, 1, 0, 0);
+  eu_isolate_fix_code(iso, 0);
+  return rc;
+}
+
 static int push_boot(lua_State *L) {
   boot_args *a = lua_touserdata(L, 1);
   eu_world *w = a->w;
@@ -1280,13 +1294,7 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
   }
   L = eu_isolate_L(o->iso);
   if (!io.arena || !boot) {
-    /* the runtime's code is the same in every image of the arena: it is
-     * kept apart from them (eu_isolate_fix_code) */
-    lua_pushcfunction(L, load_runtime);
-    lua_pushlightuserdata(L, &a);
-    eu_isolate_fix_code(o->iso, 1);
-    rc = lua_pcall(L, 1, 0, 0);
-    eu_isolate_fix_code(o->iso, 0);
+    rc = run_load_runtime(o->iso, &a);
     if (rc == LUA_OK && a.impure) {
       /* the worker module stays out of every base: again without it */
       w->plain_base = 1;
@@ -1298,11 +1306,7 @@ static int construct(eu_world *w, eu_object *o, char *err, size_t errlen) {
       }
       link_limits(w, o);
       L = eu_isolate_L(o->iso);
-      lua_pushcfunction(L, load_runtime);
-      lua_pushlightuserdata(L, &a);
-      eu_isolate_fix_code(o->iso, 1);
-      rc = lua_pcall(L, 1, 0, 0);
-      eu_isolate_fix_code(o->iso, 0);
+      rc = run_load_runtime(o->iso, &a);
     }
     if (rc != LUA_OK) {
       lua_pushcfunction(L, traceback);
