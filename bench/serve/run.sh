@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/serve/run.sh: `eutaxy serve` against workerd, side by side, on the
 # same workloads (bench/serve/README.md). Builds nothing: EUTAXY is the eutaxy
-# binary (a Release build), WORKERD the workerd binary.
+# binary (a Release build), WORKERD the workerd binary, and EUTAXY_BASE, for
+# the server "base" in SERVERS, another eutaxy binary to compare with.
 #
 # Every workload gets a fresh server with a fresh state directory, so the
 # peak RSS (VmHWM) is that workload's alone; the two servers alternate, one
@@ -11,13 +12,12 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 : "${EUTAXY:?set EUTAXY to the eutaxy binary, e.g. EUTAXY=build/eutaxy}"
-: "${WORKERD:?set WORKERD to the workerd binary, e.g. WORKERD=/tmp/workerd/node_modules/.bin/workerd}"
 DURATION=${DURATION:-10}          # seconds of each measured wrk run
 WARMUP=${WARMUP:-2}               # seconds of wrk before it, not measured
 TOUCH=${TOUCH:-10000}             # objects of the touch test
 TOUCH_LIMIT=${TOUCH_LIMIT:-600}   # seconds the touch test may take in all, and each making of the random workloads' objects
 OBJECTS=${OBJECTS:-10000}         # objects of the random workloads
-SERVERS=${SERVERS:-"eutaxy workerd"}
+SERVERS=${SERVERS:-"eutaxy workerd"}  # of eutaxy, workerd and base
 WORKLOADS=${WORKLOADS:-"counter-one counter-spread lease touch random-10000 random-1000"}
 THREADS=2
 CONNECTIONS=32
@@ -25,11 +25,22 @@ CONNECTIONS=32
 for tool in wrk curl; do
   command -v "$tool" > /dev/null || { echo "run.sh: $tool is not installed (see bench/serve/README.md)" >&2; exit 2; }
 done
-for bin in "$EUTAXY" "$WORKERD"; do
+bins=("$EUTAXY")
+for server in $SERVERS; do
+  case $server in
+    eutaxy) ;;
+    workerd) : "${WORKERD:?set WORKERD to the workerd binary, e.g. WORKERD=/tmp/workerd/node_modules/.bin/workerd}"; bins+=("$WORKERD") ;;
+    base) : "${EUTAXY_BASE:?set EUTAXY_BASE to the eutaxy binary to compare with}"; bins+=("$EUTAXY_BASE") ;;
+    *) echo "run.sh: no server $server in SERVERS (eutaxy, workerd, base)" >&2; exit 2 ;;
+  esac
+done
+for bin in "${bins[@]}"; do
   [ -x "$bin" ] || { echo "run.sh: $bin is not an executable" >&2; exit 2; }
 done
-EUTAXY=$(cd "$(dirname "$EUTAXY")" && pwd)/$(basename "$EUTAXY")
-WORKERD=$(cd "$(dirname "$WORKERD")" && pwd)/$(basename "$WORKERD")
+absolute() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+EUTAXY=$(absolute "$EUTAXY")
+[ -z "${WORKERD:-}" ] || WORKERD=$(absolute "$WORKERD")
+[ -z "${EUTAXY_BASE:-}" ] || EUTAXY_BASE=$(absolute "$EUTAXY_BASE")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-serve.XXXXXX")
 started=()
@@ -231,8 +242,11 @@ for workload in $WORKLOADS; do
   done
 done
 
-echo "eutaxy serve against workerd: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency after ${WARMUP}s of warm-up, fresh state per run"
-echo "$("$EUTAXY" version) ($EUTAXY), $("$WORKERD" --version) ($WORKERD), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
+echo "side by side: $SERVERS; wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency after ${WARMUP}s of warm-up, fresh state per run"
+versions="$("$EUTAXY" version) ($EUTAXY)"
+case " $SERVERS " in *" workerd "*) versions+=", $("$WORKERD" --version) ($WORKERD)" ;; esac
+case " $SERVERS " in *" base "*) versions+=", base: $("$EUTAXY_BASE" version) ($EUTAXY_BASE)" ;; esac
+echo "$versions, $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
 echo "$(nproc) CPUs, load average at the end:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
 for server in $SERVERS; do
   [ -z "${fd_limit[$server]:-}" ] || echo "$server's descriptor limit (Max open files): ${fd_limit[$server]}"

@@ -1,6 +1,8 @@
 # bench/serve/servers.sh: starting and stopping the two servers, sourced by
 # run.sh and ws.sh. The sourcing script sets EUTAXY, WORKERD, EUTAXY_CONFIG,
-# WORKERD_CONFIG and an array started (the pids its cleanup kills).
+# WORKERD_CONFIG and an array started (the pids its cleanup kills), and
+# EUTAXY_BASE when it runs the server "base": another eutaxy binary (an
+# earlier commit's) with the same config, to compare two builds.
 
 # start SERVER DIR [EUTAXY OPTIONS...]: starts it in DIR (state/, out, err)
 # and sets pid and port.
@@ -10,8 +12,10 @@ start() {
   mkdir -p "$dir/state"
   : > "$dir/out"  # before the server's shell opens it: the loop below reads it at once
   port=
-  if [ "$server" = eutaxy ]; then
-    "$EUTAXY" serve "$EUTAXY_CONFIG" --port 0 --state "$dir/state" --quiet "$@" \
+  if [ "$server" != workerd ]; then
+    local bin=$EUTAXY
+    [ "$server" = eutaxy ] || bin=$EUTAXY_BASE
+    "$bin" serve "$EUTAXY_CONFIG" --port 0 --state "$dir/state" --quiet "$@" \
       > "$dir/out" 2> "$dir/err" &
   else
     # --control-fd reports the port workerd bound, as one JSON line.
@@ -21,7 +25,7 @@ start() {
   pid=$!
   started+=("$pid")
   for i in $(seq 100); do
-    if [ "$server" = eutaxy ]; then
+    if [ "$server" != workerd ]; then
       port=$(sed -n 's|^eutaxy serve: listening on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$dir/out")
     else
       port=$(sed -n 's|.*"socket":"http","port":\([0-9]*\).*|\1|p' "$dir/out")
