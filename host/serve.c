@@ -158,6 +158,7 @@ typedef struct pending {
   uint64_t t0;              /* uv_hrtime at arrival */
   char *direct;             /* an answer the server makes itself (the test clock's), or NULL */
   int direct_status;
+  int clock;                /* the test clock's answer: it waits for the world to catch up (clock_settled) */
   char *raw;                /* a whole response made here (a refused WebSocket handshake), or NULL */
   size_t raw_len;
   char *ws_head;            /* a WebSocket upgrade's 101 head, sent if the worker answers 101 */
@@ -1170,9 +1171,18 @@ static void start_sync(server *s) {
   retire_rounds(s);  /* a round with nothing dirty is done at once */
 }
 
+/* Whether the world has caught up with --test-clock's time: nothing due by
+ * then is still queued, and no object's file is opening on the pool (the
+ * world holds that object's events meanwhile, so what came due may still be
+ * waiting for it after the pump that ran everything else). */
+static int clock_settled(server *s) {
+  return s->nopening == 0 && eu_world_next_due(s->w) > s->clock;
+}
+
 /* Whether p can be answered now: its call is done and what it may depend on is durable. */
 static int ready(server *s, pending *p) {
   if (p->slot && !eu_world_slot_done(s->w, p->slot)) return 0;
+  if (p->clock && !s->failed && !clock_settled(s)) return 0;
   if (!p->stamped) {
     p->stamped = 1;
     p->need = s->written;
@@ -1253,9 +1263,8 @@ static int encode_request(server *s, const eu_http_request *req, char **payload,
 }
 
 /* --test-clock's control: GET /__eutaxy/clock says the time, POST
- * /__eutaxy/clock?advance=MS moves it on. The answer leaves, as any does,
- * after the next pump: once what came due on the way has run and its
- * writes are durable. */
+ * /__eutaxy/clock?advance=MS moves it on. The answer leaves once what came
+ * due on the way has run (clock_settled) and its writes are durable. */
 static int clock_request(server *s, const eu_http_request *req, pending *p) {
   char q[32], *end;
   long long ms = 0;
@@ -1270,6 +1279,7 @@ static int clock_request(server *s, const eu_http_request *req, pending *p) {
   }
   if (status == 200) {
     s->clock += ms;
+    p->clock = 1;
     p->direct = malloc(40);
     if (p->direct) snprintf(p->direct, 40, "{\"now\":%lld}", (long long)s->clock);
   } else {

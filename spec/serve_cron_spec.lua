@@ -63,6 +63,19 @@ describe("eutaxy serve with crons", function()
     assert.truthy(log:find("[cron 0 * * * *] retry 2 of 6 in 4s", 1, true), log)
   end)
 
+  it("answers an advance once what came due has run, objects opened again on the way included", function()
+    -- the half-minute's advance evicts the objects (idle, --evict-after 1),
+    -- so the minute's visits wait for their files to open again
+    local server = start(state, CLOCK .. " --evict-after 1", "spec/fixtures/cron-many/wrangler.jsonc")
+    assert.same({ 200, '{"sum":0}' }, { request(server, "GET", "/") })
+    for minute = 1, 3 do
+      advance(server, 30000)
+      assert.same({ 200, '{"now":' .. START + minute * 60000 .. "}" }, { advance(server, 30000) })
+      assert.same({ 200, '{"sum":' .. 24 * minute .. "}" }, { request(server, "GET", "/") })
+    end
+    assert.equal(0, stop(server))
+  end)
+
   it("takes the clock's advance only as a whole number of ms", function()
     local server = start(state, CLOCK, CRONS)
     assert.equal(400, (request(server, "POST", "/__eutaxy/clock?advance=soon")))
