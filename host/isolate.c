@@ -54,6 +54,7 @@ struct eu_isolate {
   eu_determ_hooks hooks;
   int fix_code;  /* chunks loaded now keep their code in the arena's fixed blocks */
   int loading;   /* a chunk of bytecode is being loaded */
+  int closing;   /* lua_close is freeing an arena's heap: the arena's clearing frees it all */
 };
 
 /* The extra space of every thread holds the isolate: lua_newthread copies it. */
@@ -176,7 +177,7 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   size_t old = ptr ? osize : 0;
   void *p;
   if (nsize == 0) {
-    if (ptr) heap(iso, ptr, old, 0);
+    if (ptr && !iso->closing) heap(iso, ptr, old, 0);
     iso->mem -= old;
     return NULL;
   }
@@ -396,6 +397,7 @@ void eu_isolate_close(eu_isolate *iso) {
   if (!iso) return;
   if (iso->L) {
     eu_sandbox_arm(iso->L, 0);
+    iso->closing = iso->arena != NULL;
     lua_close(iso->L);
   }
   if (iso->arena) {
