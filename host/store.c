@@ -663,11 +663,17 @@ static int is_prepare(eu_store *s, int which, sqlite3_stmt **out) {
   return EU_OK;
 }
 
+/* SQL that may write is about to run: outside a turn, the database will no
+ * longer be as the checkpoint's savepoint began (ck_fresh). */
+static void may_write(eu_store *s) {
+  if (!s->turn) s->ck_fresh = 0;
+}
+
 /* Internal mode covers the step too: SQLite recompiles a statement after a
  * schema change, and the authorizer sees it again then. */
 static int is_step(eu_store *s, sqlite3_stmt *st) {
   int rc, saved = s->internal;
-  if (s->ck_fresh && !s->turn && !sqlite3_stmt_readonly(st)) s->ck_fresh = 0;  /* a write outside any turn */
+  if (s->ck_fresh && !sqlite3_stmt_readonly(st)) may_write(s);
   ENTER(s);
   s->internal = 1;
   s->denied = 0;
@@ -731,7 +737,7 @@ int eu_store_exec_internal(eu_store *s, const char *sql) {
   int rc, saved = s->internal;
   if ((rc = wake(s)) < 0) return rc;
   forget_alarm(s);
-  if (!s->turn) s->ck_fresh = 0;  /* it may write */
+  may_write(s);
   ENTER(s);
   s->internal = 1;
   rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
@@ -768,10 +774,10 @@ static int apply_settings(eu_store *s);
  * host's SQL around the store's own tables, the quota, the settings a park
  * kept and the wal hook. */
 static int connect(eu_store *s, char *err, size_t errlen) {
-  forget_alarm(s);
-  s->ck_fresh = s->turn_on_ck = 0;
   const char *where = s->path ? s->path : "an in-memory database";
   int rc;
+  forget_alarm(s);
+  s->ck_fresh = s->turn_on_ck = 0;
   {
     ENTER(s);
     /* A store belongs to one world, which runs on one thread. */
@@ -1217,7 +1223,7 @@ int eu_store_step(eu_store *s, sqlite3_stmt *st) {
   m->charging = 1;
   if (!sqlite3_stmt_readonly(st)) {
     s->turn_writer = 1;
-    if (!s->turn) s->ck_fresh = 0;  /* a write outside any turn */
+    may_write(s);
   }
   rc = sqlite3_step(st);
   m->charging = 0;
