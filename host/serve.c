@@ -22,6 +22,8 @@
  * a hash of the binding name and the object's 64-hex id (a name never picks
  * a path), in WAL mode. Each file also holds a row naming its object
  * (_eutaxy_serve_object), which is how stored alarms are re-armed at start-up.
+ * A new object's database is in memory until the round of syncs that
+ * covers its first commit writes it to its file whole.
  *
  * The output gate, with group commit: the world commits every turn into the
  * WAL (synchronous=NORMAL: a write, no fsync), and a wal hook counts the
@@ -125,6 +127,9 @@ typedef struct served_store {
   int dirty;                /* committed to since its last sync began */
   int syncing;              /* syncs of it in flight: it must not be dropped */
   int wal_pages;            /* pages in the WAL after the last commit */
+  int empty_wal;            /* no commit in its WAL yet (serve_then_empty_wal) */
+  int writing;              /* its database, in memory, is being written to its file (take_image) */
+  uint64_t commits;         /* commits into it */
   int slot;                 /* where it is in the server's stores */
   int open;                 /* its connection is open (not parked): it is in the server's open list */
   struct served_store *newer, *older;  /* the open list, most recently used first */
@@ -142,9 +147,32 @@ typedef struct sync_job {
   int dirfd;
   int err;                  /* errno of a failed sync, or 0 */
   server *srv;
+  struct sync_job *next;    /* the round's syncs held until its images are written */
   int n;                    /* files a syncfs covers */
   served_store *many[];
 } sync_job;
+
+/* A database in memory on its way to its file. */
+typedef struct image {
+  served_store *ss;
+  unsigned char *data;      /* a copy, so the store goes on meanwhile */
+  size_t len;
+  int spare;                /* the spare it is written into */
+  int make;                 /* none was ready: the spare is made for it */
+  uint64_t commits;         /* ss's commits when it was taken */
+  int err;                  /* errno of a failed write, or 0 */
+  sqlite3 *closing;         /* the connection that held it, once the store has let go of it */
+} image;
+
+/* The databases in memory a round covers, written on the pool before the
+ * round's syncs are queued (see "new objects in memory"). */
+typedef struct image_job {
+  uv_work_t req;
+  server *srv;
+  sync_job *syncs;          /* queued once the images are in their files */
+  int n;
+  image images[];
+} image_job;
 
 typedef struct pending {
   int slot;                 /* 0: never submitted, answer 500 */
@@ -245,7 +273,6 @@ struct server {
   served_store *mru, *lru;  /* the stores whose connection is open */
   int nopen, max_open;      /* how many are, and how many may be */
   int nopening;             /* files being opened on the thread pool (open_elsewhere) */
-  unsigned char *seen;      /* by eu_object_index, as by_object: its file was opened in this process */
   conn *conns;
   int *orphans;             /* slots of requests whose connection went away */
   int norphans, caporphans;
@@ -340,14 +367,21 @@ static const char serve_first[] =
   "PRAGMA synchronous = OFF;"
   "PRAGMA journal_mode = WAL;";
 
-static const char serve_then[] =
-  "CREATE TABLE IF NOT EXISTS _eutaxy_serve_object("
+#define SERVE_TABLES \
+  "CREATE TABLE IF NOT EXISTS _eutaxy_serve_object(" \
   "  id INTEGER PRIMARY KEY CHECK (id = 1), binding TEXT NOT NULL, hex TEXT NOT NULL, name TEXT);"
-  "PRAGMA synchronous = NORMAL;"
-  /* The pages an object reads often stay; the rest are read again from
-   * the kernel's cache. SQLite's default (2 MB) would let every resident
-   * object hold that much. */
-  "PRAGMA cache_size = -256;";
+/* The pages an object reads often stay; the rest are read again from the
+ * kernel's cache. SQLite's default (2 MB) would let every resident object
+ * hold that much. */
+#define SERVE_CACHE "PRAGMA cache_size = -256;"
+
+static const char serve_then[] = SERVE_TABLES "PRAGMA synchronous = NORMAL;" SERVE_CACHE;
+
+/* A file written whole from memory (see "new objects in memory") has an
+ * empty WAL until its first commit, which synchronous=NORMAL would sync on
+ * the loop, with the WAL's header: it runs under OFF, as a new file's
+ * naming row does, and the next round of syncs covers it. */
+static const char serve_then_empty_wal[] = SERVE_TABLES "PRAGMA synchronous = OFF;" SERVE_CACHE;
 
 /* Every commit into an object's WAL: the file needs a sync before the
  * answers that follow it leave. It replaces SQLite's automatic checkpoint,
@@ -370,9 +404,17 @@ static int on_wal(void *ud, sqlite3 *db, const char *name, int pages) {
     s->dirty[s->ndirty++] = ss;
   }
   ss->dirty = 1;
+  ss->commits++;
   ss->wal_pages = pages;
   ss->srv->written++;
   return SQLITE_OK;
+}
+
+/* A commit of a database in memory (see "new objects in memory"), which
+ * has no WAL: counted as a commit into one is. */
+static int on_commit_in_memory(void *ud) {
+  on_wal(ud, NULL, NULL, 0);
+  return 0;
 }
 
 /* ---- the pool of open connections ------------------------------------
@@ -417,7 +459,7 @@ static void make_room(server *s) {
   served_store *ss = s->lru, *newer;
   for (; ss && s->nopen + s->nopening >= s->max_open; ss = newer) {
     newer = ss->newer;
-    if (eu_store_park(ss->store) == EU_OK) unlink_open(s, ss);
+    if (!eu_store_in_memory(ss->store) && eu_store_park(ss->store) == EU_OK) unlink_open(s, ss);
   }
 }
 
@@ -443,14 +485,21 @@ static int file_exists(const char *path, const char *suffix) {
   return stat(p, &st) == 0;
 }
 
-/* A new object's file starts as a copy of a blank one, made once at
- * start-up: a database already in WAL mode with the tables of the store
- * and of serve, so that making an object writes one file, rather than
- * creating a rollback journal to switch to WAL and committing each table
- * on its own. It is made in memory, by the same SQL as a file, and marked
- * as a WAL database in its header (the file format's version bytes, 18
- * and 19: 2). Without one (it could not be made) a file is set up as an
- * existing one is checked, by the same SQL. */
+/* The size of path+suffix in bytes, or -1 when it does not exist. */
+static long long file_size(const char *path, const char *suffix) {
+  char p[4300];
+  struct stat st;
+  snprintf(p, sizeof p, "%s%s", path, suffix);
+  return stat(p, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* A new object's database starts as a copy of a blank one, made once at
+ * start-up: a database with the tables of the store and of serve, marked
+ * as a WAL database in its header (the file format's version bytes, 18 and
+ * 19: 2), so that its file, once written (see "new objects in memory"),
+ * opens as one. It is made in memory, by the same SQL as a file. Without
+ * one (it could not be made) a new object's file is made by SQLite and set
+ * up as an existing one is checked, by the same SQL. */
 static void make_blank(server *s) {
   char err[EU_ERRLEN];
   eu_store *st;
@@ -467,26 +516,14 @@ static void make_blank(server *s) {
   sqlite3_free(img);
 }
 
-/* Writes the blank file at path, which does not exist; 0 when it could
- * not (SQLite then makes the file). */
-static int write_blank(server *s, const char *path) {
-  int fd, ok;
-  if (!s->blank || (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0) return 0;
-  ok = write(fd, s->blank, s->blank_len) == (ssize_t)s->blank_len;
-  close(fd);
-  if (!ok) unlink(path);
-  return ok;
-}
-
 /* Creating a file costs here what a new object's whole turn costs (an
- * inode to find and to fill), and a new object needs two, its database
- * and its WAL. So they are made ahead, on the thread pool, under the
- * state directory's .spare/ (a blank database and an empty WAL, numbered),
- * and a new object's are moved into place by name, which is cheap. How
+ * inode to find and to fill), and a new object's database needs two, the
+ * database and its WAL. So they are made ahead, empty, on the thread pool,
+ * under the state directory's .spare/ (numbered), and a database in memory
+ * is written into one and moved into place by name, which is cheap. How
  * many are kept follows the demand: 4 at first, twice as many each time
  * they ran out, up to EU_SERVE_SPARES. A spare left over from an earlier
- * run is removed at start-up. The first round of syncs after the move
- * makes the files and their names durable, as it does for any new file. */
+ * run is removed at start-up. */
 #define EU_SERVE_SPARES 64
 
 static void spare_path(server *s, int n, const char *suffix, char *out, size_t len) {
@@ -496,14 +533,13 @@ static void spare_path(server *s, int n, const char *suffix, char *out, size_t l
 static void refill_work(uv_work_t *req) {
   server *s = req->data;
   char db[4300], wal[4300];
-  int i, fd, ok;
+  int i, fd;
   for (i = 0; i < s->refill_n; i++) {
     spare_path(s, s->refill_from + i, "", db, sizeof db);
     spare_path(s, s->refill_from + i, "-wal", wal, sizeof wal);
     if ((fd = open(db, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) break;
-    ok = write(fd, s->blank, s->blank_len) == (ssize_t)s->blank_len;
     close(fd);
-    if (!ok || (fd = open(wal, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) break;
+    if ((fd = open(wal, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) break;
     close(fd);
   }
   s->refill_made = i;
@@ -592,6 +628,112 @@ static void stop_spares(server *s) {
   s->spares = NULL;
 }
 
+/* ---- new objects in memory --------------------------------------------
+ *
+ * Making a new object's file and opening it is most of what a new object
+ * costs, and none of it is needed before the object's first round of
+ * syncs. So an object whose file does not exist gets its database in
+ * memory instead, made from the blank one (eu_store_open_image), and its
+ * file only when a round of syncs is to cover its commits: the database is
+ * written whole into a spare, which moves into place with its WAL as a
+ * spare does for a file opened new, and the round syncs both and their
+ * names with its other files. A crash before the round ends may leave the
+ * file or not, as for any new file; no answer that depends on it has left.
+ *
+ * The store is then parked, so its next use opens the file. One that
+ * cannot be (it holds temporary tables) stays in memory, and its database
+ * is written whole again for each round that covers a commit of it, under
+ * a spare's name moved over the old one. The writes go through SQLite's
+ * VFS, so the fault simulation fails them as it fails any file's I/O. */
+
+/* Takes ss's database, in memory, and the spare it will go into. 0 when
+ * taken, 1 when it cannot be yet (a transaction of it is open), -1 when
+ * memory ran out (the server fails). */
+static int take_image(server *s, served_store *ss, image *im) {
+  const unsigned char *img;
+  size_t len;
+  memset(im, 0, sizeof *im);
+  if (eu_store_image(ss->store, &img, &len) != EU_OK) return 1;
+  if (len <= 100 || len > INT32_MAX || !(im->data = malloc(len))) {
+    fail_server(s, "cannot write %s: %s", ss->path, ENOMEM);
+    return -1;
+  }
+  memcpy(im->data, img, len);
+  im->data[18] = im->data[19] = 2;  /* a WAL database, as the blank one is */
+  im->len = len;
+  im->ss = ss;
+  im->commits = ss->commits;
+  if ((im->spare = pop_spare(s)) < 0) {
+    im->spare = s->spare_next++;
+    im->make = 1;
+  }
+  ss->writing = 1;
+  ss->fresh = 1;  /* the round that covers it syncs the file, its WAL and their names */
+  return 0;
+}
+
+/* Writes im into its spare and moves the spare to path, on the pool or
+ * the loop; touches nothing of the server's but its paths. */
+static void put_image(server *s, image *im, const char *path) {
+  sqlite3_vfs *vfs = sqlite3_vfs_find(NULL);
+  sqlite3_file *f;
+  char db[4300], wal[4300];
+  size_t at, piece;
+  int rc = SQLITE_NOMEM, fd;
+  spare_path(s, im->spare, "", db, sizeof db);
+  spare_path(s, im->spare, "-wal", wal, sizeof wal);
+  if (im->make && (fd = open(wal, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) >= 0) close(fd);
+  if (vfs && (f = calloc(1, (size_t)vfs->szOsFile)) != NULL) {
+    rc = vfs->xOpen(vfs, db, f, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_MAIN_DB, NULL);
+    /* in pieces: the unix VFS writes at most 128 KB at a time, as no page is larger */
+    for (at = 0; rc == SQLITE_OK && at < im->len; at += piece) {
+      piece = im->len - at < 65536 ? im->len - at : 65536;
+      rc = f->pMethods->xWrite(f, im->data + at, (int)piece, (sqlite3_int64)at);
+    }
+    if (rc == SQLITE_OK) rc = f->pMethods->xTruncate(f, (sqlite3_int64)im->len);
+    if (f->pMethods) f->pMethods->xClose(f);
+    free(f);
+  }
+  if (rc == SQLITE_OK && move_spare(s, im->spare, path)) return;
+  im->err = rc == SQLITE_OK ? errno : (rc & 0xff) == SQLITE_FULL ? ENOSPC : rc == SQLITE_NOMEM ? ENOMEM : EIO;
+  unlink(db);
+  unlink(wal);
+}
+
+/* Back on the loop: a store with no commit since its image was taken is
+ * in its file now, and parked, so its next use opens the file. The
+ * connection that held it in memory is im->closing's, for the caller to
+ * close. */
+static void image_put(server *s, image *im) {
+  served_store *ss = im->ss;
+  ss->writing = 0;
+  free(im->data);
+  im->data = NULL;
+  if (im->err) {
+    fail_server(s, "cannot write %s: %s", ss->path, im->err);
+    return;
+  }
+  if (ss->commits != im->commits || !eu_store_in_memory(ss->store) ||
+      eu_store_image_written(ss->store, &im->closing) != EU_OK)
+    return;  /* still in memory: the next round covering a commit of it writes it again */
+  unlink_open(s, ss);
+  ss->wal_pages = 0;
+  ss->empty_wal = 1;  /* it reopens with serve_then_empty_wal, as it was opened */
+}
+
+/* Writes ss's database, in memory, on the loop: where no round of syncs
+ * follows (--durability process, the end). 0 when written, 1 when it
+ * cannot be yet, -1 when it failed. */
+static int write_now(server *s, served_store *ss) {
+  image im;
+  int rc = take_image(s, ss, &im);
+  if (rc != 0) return rc;
+  put_image(s, &im, ss->path);
+  image_put(s, &im);
+  sqlite3_close(im.closing);
+  return im.err ? -1 : 0;
+}
+
 /* A file's record, not yet open. */
 static served_store *new_served(server *s, const char *path, char *err, size_t errlen) {
   served_store *ss;
@@ -606,27 +748,24 @@ static served_store *new_served(server *s, const char *path, char *err, size_t e
   return ss;
 }
 
-#define SPARE_ASK (-2)  /* open_file on the loop: takes a spare if the file is new */
-
-/* Opens ss's file, making it from spare (a spare's number, or -1 for none)
- * or from the blank database when it does not exist. The I/O of an
- * opening, and nothing of the server's state but what is read-only once it
- * runs, unless spare is SPARE_ASK: the loop calls it so, or a thread of the
- * pool (open_work) with the spare the loop took for it. */
-static int open_file(served_store *ss, int spare, char *err, size_t errlen) {
+/* Opens ss's file, or for a new object (its file does not exist) its
+ * database in memory (see "new objects in memory"). The I/O of an
+ * opening, touching nothing of the server's but what is read-only once it
+ * runs: the loop calls it, or a thread of the pool (open_work). */
+static int open_file(served_store *ss, char *err, size_t errlen) {
   server *s = ss->srv;
   int has_db = file_exists(ss->path, "");
-  ss->fresh = !has_db || !file_exists(ss->path, "-wal");
-  if (spare == SPARE_ASK) spare = has_db ? -1 : pop_spare(s);
-  if (!has_db && !(spare >= 0 && move_spare(s, spare, ss->path))) write_blank(s, ss->path);
-  if (has_db && spare >= 0) {  /* not needed after all */
-    char p[4300];
-    spare_path(s, spare, "", p, sizeof p);
-    unlink(p);
-    spare_path(s, spare, "-wal", p, sizeof p);
-    unlink(p);
+  long long wal;
+  if (!has_db && s->blank && s->spares) {
+    ss->fresh = 0;
+    return eu_store_open_image(&ss->store, ss->path, (const unsigned char *)s->blank, s->blank_len,
+                               serve_first, serve_then_empty_wal, err, errlen);
   }
-  return eu_store_open_with(&ss->store, ss->path, serve_first, serve_then, err, errlen);
+  wal = file_size(ss->path, "-wal");
+  ss->fresh = !has_db || wal < 0;
+  ss->empty_wal = !ss->fresh && wal == 0;
+  return eu_store_open_with(&ss->store, ss->path, serve_first,
+                            ss->empty_wal ? serve_then_empty_wal : serve_then, err, errlen);
 }
 
 /* Makes ss, open, one of the server's files, on the loop. */
@@ -640,6 +779,8 @@ static int keep_served(server *s, served_store *ss, char *err, size_t errlen) {
   }
   eu_store_batching(ss->store, 1);
   eu_store_wal_hook(ss->store, on_wal, ss);
+  if (eu_store_in_memory(ss->store))
+    sqlite3_commit_hook(eu_store_db(ss->store), on_commit_in_memory, ss);
   eu_store_on_wake(ss->store, on_wake, ss);
   link_open(s, ss);
   ss->slot = s->nstores;
@@ -652,7 +793,7 @@ static served_store *open_served(server *s, const char *path, char *err, size_t 
   served_store *ss = new_served(s, path, err, errlen);
   if (!ss) return NULL;
   make_room(s);
-  if (open_file(ss, SPARE_ASK, err, errlen) != EU_OK) {
+  if (open_file(ss, err, errlen) != EU_OK) {
     free(ss->path);
     free(ss);
     return NULL;
@@ -678,25 +819,14 @@ static int set_served(server *s, eu_object *o, served_store *ss) {
   if (i >= s->capby) {
     int cap = s->capby ? s->capby : 64;
     served_store **a;
-    unsigned char *seen;
     while (cap <= i) cap *= 2;
     if (!(a = realloc(s->by_object, (size_t)cap * sizeof *a))) return EU_ENOMEM;
     memset(a + s->capby, 0, (size_t)(cap - s->capby) * sizeof *a);
     s->by_object = a;
-    if (!(seen = realloc(s->seen, (size_t)cap))) return EU_ENOMEM;
-    memset(seen + s->capby, 0, (size_t)(cap - s->capby));
-    s->seen = seen;
     s->capby = cap;
   }
   s->by_object[i] = ss;
-  if (ss) s->seen[i] = 1;
   return EU_OK;
-}
-
-/* Whether o's file was opened before in this process (so it exists). */
-static int seen_before(server *s, eu_object *o) {
-  int i = eu_object_index(o);
-  return i >= 0 && i < s->capby && s->seen[i];
 }
 
 /* Closes a kept file; one being synced is never closed. An evicted file
@@ -789,11 +919,11 @@ static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, siz
 
 /* ---- opening files off the loop --------------------------------------
  *
- * Opening an object's file (a new object's, or an evicted one's coming
- * back) is a stat, a spare's two renames, the connection's setup (its
- * pragmas, the schema read, the tables checked) and the commit of the row
- * naming the object: about a third of what the loop spends on a new
- * object. The world holds the object's events meanwhile (store_opener),
+ * Opening an object's file (an evicted one's coming back) is a stat, the
+ * connection's setup (its pragmas, the schema read, the tables checked)
+ * and the commit of the row naming the object; a new object's database in
+ * memory is made from the blank one (see "new objects in memory") and
+ * named, without a file. The world holds the object's events meanwhile (store_opener),
  * so it runs on the thread pool, as the syncs do, up to EU_SERVE_OPENS at
  * once; beyond that the loop opens the file itself (provide_store), which
  * shares the work out when the pool falls behind. Under the fault
@@ -812,8 +942,8 @@ typedef struct open_job {
   eu_object *o;
   const char *binding;      /* the world's, read-only */
   char *name;               /* the object's name, or NULL */
-  int spare;                /* the spare taken for a new file, or -1 */
   int pages;                /* the naming row's commit: pages in the WAL, or 0 */
+  int committed;            /* the naming row's commit, into a database in memory */
   int rc;
   char err[EU_ERRLEN];
 } open_job;
@@ -825,11 +955,18 @@ static int count_pages(void *ud, sqlite3 *db, const char *name, int pages) {
   return SQLITE_OK;
 }
 
+static int count_commit(void *ud) {
+  open_job *j = ud;
+  j->committed = 1;
+  return 0;
+}
+
 static void open_work(uv_work_t *req) {
   open_job *j = req->data;
   served_store *ss = j->ss;
-  if ((j->rc = open_file(ss, j->spare, j->err, sizeof j->err)) != EU_OK) return;
+  if ((j->rc = open_file(ss, j->err, sizeof j->err)) != EU_OK) return;
   eu_store_wal_hook(ss->store, count_pages, j);
+  if (eu_store_in_memory(ss->store)) sqlite3_commit_hook(eu_store_db(ss->store), count_commit, j);
   if ((j->rc = name_file(ss, j->binding, j->name, j->err, sizeof j->err)) != EU_OK) {
     eu_store_close(ss->store);
     ss->store = NULL;
@@ -856,7 +993,7 @@ static void open_done(uv_work_t *req, int status) {
     if (set_served(s, j->o, ss) != EU_OK) {
       j->rc = eu_err(j->err, sizeof j->err, EU_ENOMEM, "out of memory");
     } else {
-      if (j->pages) on_wal(ss, NULL, NULL, j->pages);
+      if (j->pages || j->committed) on_wal(ss, NULL, NULL, j->pages);
       if (!batched(ss, j->err, sizeof j->err)) j->rc = EU_ESQL;
     }
     if (j->rc != EU_OK) {
@@ -899,10 +1036,7 @@ static int open_elsewhere(void *ud, eu_object *o, int ns, const char *hex) {
   j->o = o;
   j->req.data = j;
   make_room(s);
-  /* a file opened before exists: only one never seen may need a spare */
-  j->spare = seen_before(s, o) ? -1 : pop_spare(s);
   if (uv_queue_work(&s->loop, &j->req, open_work, open_done) != 0) {
-    if (j->spare >= 0) s->spares[s->nspares++] = j->spare;  /* just taken: there is room */
     free(ss->path);
     free(ss);
     free(j->name);
@@ -1043,12 +1177,17 @@ static void on_synced(uv_work_t *req, int status) {
   pump(s);
 }
 
-static int queue_sync(server *s, sync_job *j, int r) {
+/* Queues j, a sync of round r, or holds it in ij until ij's images are
+ * in their files. */
+static int queue_sync(server *s, sync_job *j, int r, image_job *ij) {
   j->srv = s;
   j->round = r;
   j->dirfd = s->dirfd;
   j->req.data = j;
-  if (uv_queue_work(&s->loop, &j->req, sync_work, on_synced) != 0) {
+  if (ij) {
+    j->next = ij->syncs;
+    ij->syncs = j;
+  } else if (uv_queue_work(&s->loop, &j->req, sync_work, on_synced) != 0) {
     free(j);
     fail_server(s, "cannot sync %s: %s", s->state, EIO);
     return -1;
@@ -1057,6 +1196,94 @@ static int queue_sync(server *s, sync_job *j, int r) {
   s->syncs_in_flight++;
   return 0;
 }
+
+static void image_work(uv_work_t *req) {
+  image_job *ij = req->data;
+  int i;
+  for (i = 0; i < ij->n; i++) put_image(ij->srv, &ij->images[i], ij->images[i].ss->path);
+}
+
+/* Closing the connections that held the images, on the pool. */
+static void close_work(uv_work_t *req) {
+  image_job *ij = req->data;
+  int i;
+  for (i = 0; i < ij->n; i++) sqlite3_close(ij->images[i].closing);
+}
+
+static void close_done(uv_work_t *req, int status) {
+  (void)status;
+  free(req->data);
+}
+
+/* The round's images are in their files: its syncs go, and the
+ * connections that held the images are closed on the pool. */
+static void image_done(uv_work_t *req, int status) {
+  image_job *ij = req->data;
+  server *s = ij->srv;
+  sync_job *j, *next;
+  int i;
+  for (i = 0; i < ij->n; i++) {
+    if (status != 0 && !ij->images[i].err) ij->images[i].err = EIO;
+    image_put(s, &ij->images[i]);
+  }
+  for (j = ij->syncs; j; j = next) {
+    next = j->next;
+    if (uv_queue_work(&s->loop, &j->req, sync_work, on_synced) != 0) {
+      j->err = EIO;
+      on_synced(&j->req, 0);
+    }
+  }
+  if (uv_queue_work(&s->loop, &ij->req, close_work, close_done) != 0) {
+    close_work(&ij->req);
+    free(ij);
+  }
+}
+
+/* Takes the images of the databases in memory that a round is to cover,
+ * in a job for the pool: NULL with *later 0 when there are none, NULL with
+ * *later 1 when the round must wait (one cannot be taken yet, or is still
+ * being written by an earlier round, which must finish first so that the
+ * files move in order). */
+static image_job *take_images(server *s, int *later) {
+  image_job *ij;
+  int i, n = 0, rc;
+  *later = 0;
+  for (i = 0; i < s->ndirty; i++) {
+    served_store *ss = s->dirty[i];
+    if (!eu_store_in_memory(ss->store)) continue;
+    if (ss->writing) {
+      *later = 1;
+      return NULL;
+    }
+    n++;
+  }
+  if (!n) return NULL;
+  if (!(ij = calloc(1, sizeof *ij + (size_t)n * sizeof ij->images[0]))) {
+    fail_server(s, "cannot write %s: %s", s->state, ENOMEM);
+    *later = 1;
+    return NULL;
+  }
+  ij->srv = s;
+  ij->req.data = ij;
+  for (i = 0; i < s->ndirty; i++) {
+    served_store *ss = s->dirty[i];
+    if (!eu_store_in_memory(ss->store)) continue;
+    if ((rc = take_image(s, ss, &ij->images[ij->n])) != 0) {
+      while (ij->n > 0) {  /* given back: nothing was written */
+        image *im = &ij->images[--ij->n];
+        im->ss->writing = 0;
+        if (!im->make) s->spares[s->nspares++] = im->spare;
+        free(im->data);
+      }
+      free(ij);
+      *later = 1;
+      return NULL;
+    }
+    ij->n++;
+  }
+  return ij;
+}
+
 
 /* Every request in flight when a batch was lost may have had a turn in it:
  * none of them may look like a success. */
@@ -1090,6 +1317,10 @@ static void commit_batches(server *s) {
     lost = eu_store_lost_code(ss->store);
     rc = eu_store_baseline_commit(ss->store);
     link_open(s, ss);  /* used in this pump */
+    if (ss->empty_wal && ss->wal_pages > 0 &&
+        eu_store_exec_internal(ss->store, "PRAGMA synchronous = NORMAL") == EU_OK &&
+        eu_store_set_then(ss->store, serve_then) == EU_OK)
+      ss->empty_wal = 0;
     if (rc == EU_EFULL || (rc != EU_OK && lost && lost != SQLITE_IOERR)) {
       int status = rc == EU_EFULL ? 507 : 500;
       fprintf(stderr, "eutaxy serve: cannot commit %s: %s; answering %d to the requests in flight\n",
@@ -1111,10 +1342,13 @@ static void commit_batches(server *s) {
  * began. Rounds overlap (up to EU_SERVE_ROUNDS), so what commits while one
  * is under way need not wait for it to end before its own sync starts. */
 static void start_sync(server *s) {
-  int i, r, ndirty = 0, nfresh = 0;
+  int i, r, ndirty = 0, nfresh = 0, later;
+  image_job *ij;
   uint64_t last;
   if (s->failed || s->durable == s->written) return;
   if (s->o.durability_process) {
+    for (i = 0; i < s->ndirty; i++)
+      if (eu_store_in_memory(s->dirty[i]->store) && write_now(s, s->dirty[i]) != 0) return;
     for (i = 0; i < s->ndirty; i++) s->dirty[i]->dirty = 0;
     s->ndirty = 0;
     s->durable = s->written;
@@ -1122,6 +1356,8 @@ static void start_sync(server *s) {
   }
   last = s->nrounds ? s->rounds[(s->round0 + s->nrounds - 1) % EU_SERVE_ROUNDS].target : s->durable;
   if (s->nrounds == EU_SERVE_ROUNDS || last == s->written) return;
+  ij = take_images(s, &later);
+  if (later) return;
   ndirty = s->ndirty;
   s->ndirty = 0;
   r = (s->round0 + s->nrounds) % EU_SERVE_ROUNDS;
@@ -1132,41 +1368,44 @@ static void start_sync(server *s) {
     sync_job *j = calloc(1, sizeof *j + (size_t)ndirty * sizeof j->many[0]);
     if (!j) {
       fail_server(s, "cannot sync %s: %s", s->state, ENOMEM);
-      return;
+    } else {
+      for (i = 0; i < ndirty; i++) {
+        s->dirty[i]->dirty = 0;
+        s->dirty[i]->syncing++;
+        j->many[j->n++] = s->dirty[i];
+      }
+      queue_sync(s, j, r, ij);
     }
-    for (i = 0; i < ndirty; i++) {
-      s->dirty[i]->dirty = 0;
-      s->dirty[i]->syncing++;
-      j->many[j->n++] = s->dirty[i];
+  } else {
+    /* Fewer files: one fdatasync each (and an fsync of a new one's
+     * database file), side by side on the pool, and one fsync of the
+     * directory for the names of all the new ones. */
+    for (i = 0; i < ndirty && !s->failed; i++) {
+      served_store *ss = s->dirty[i];
+      sync_job *j;
+      ss->dirty = 0;
+      if (!(j = calloc(1, sizeof *j))) {
+        fail_server(s, "cannot sync %s: %s", ss->path, ENOMEM);
+      } else {
+        j->ss = ss;
+        j->fresh = ss->fresh;
+        nfresh += ss->fresh;
+        if (queue_sync(s, j, r, ij) == 0) ss->syncing++;
+      }
     }
-    queue_sync(s, j, r);
-    return;
+    if (nfresh && !s->failed) {
+      sync_job *j = calloc(1, sizeof *j);
+      if (!j) fail_server(s, "cannot sync %s: %s", s->state, ENOMEM);
+      else {
+        j->dir = 1;
+        queue_sync(s, j, r, ij);
+      }
+    }
   }
-  /* Fewer files: one fdatasync each (and an fsync of a new one's database
-   * file), side by side on the pool, and one fsync of the directory for
-   * the names of all the new ones. */
-  for (i = 0; i < ndirty; i++) {
-    served_store *ss = s->dirty[i];
-    sync_job *j;
-    ss->dirty = 0;
-    if (!(j = calloc(1, sizeof *j))) {
-      fail_server(s, "cannot sync %s: %s", ss->path, ENOMEM);
-      return;
-    }
-    j->ss = ss;
-    j->fresh = ss->fresh;
-    nfresh += ss->fresh;
-    if (queue_sync(s, j, r) != 0) return;
-    ss->syncing++;
-  }
-  if (nfresh) {
-    sync_job *j = calloc(1, sizeof *j);
-    if (!j) {
-      fail_server(s, "cannot sync %s: %s", s->state, ENOMEM);
-      return;
-    }
-    j->dir = 1;
-    if (queue_sync(s, j, r) != 0) return;
+  /* under the fault simulation, whose counts are the loop's, the loop writes them */
+  if (ij && (eu_faultsim_active || uv_queue_work(&s->loop, &ij->req, image_work, image_done) != 0)) {
+    image_work(&ij->req);
+    image_done(&ij->req, 0);
   }
   retire_rounds(s);  /* a round with nothing dirty is done at once */
 }
@@ -2161,7 +2400,7 @@ static int by_last(const void *a, const void *b) {
 static int store_busy(server *s, eu_object *o, int *index) {
   served_store *ss = served_of(s, o);
   *index = ss ? ss->slot : -1;
-  return ss && (ss->syncing || ss->dirty ||
+  return ss && (ss->syncing || ss->dirty || ss->writing ||
                 (eu_store_db(ss->store) && sqlite3_txn_state(eu_store_db(ss->store), NULL) == SQLITE_TXN_WRITE));
 }
 
@@ -2310,6 +2549,20 @@ static void on_signal(uv_signal_t *h, int signum) {
 }
 
 /* ---- start and stop --------------------------------------------------- */
+
+/* At the end: the databases still in memory whose last commits no round
+ * covered (what alarms wrote at the end) are written and synced, as
+ * closing a file's connection syncs its WAL. */
+static void write_last_images(server *s) {
+  int i, e, any = 0;
+  for (i = 0; i < s->ndirty && !s->failed; i++) {
+    served_store *ss = s->dirty[i];
+    if (!eu_store_in_memory(ss->store) || write_now(s, ss) != 0 || s->o.durability_process) continue;
+    if ((e = sync_path(ss->path, "", 0)) != 0) fail_server(s, "cannot sync %s: %s", ss->path, e);
+    any = 1;
+  }
+  if (any && !s->failed && fsync(s->dirfd) != 0) fail_server(s, "cannot sync %s: %s", s->state, errno);
+}
 
 static int start(server *s, char *err, size_t errlen) {
   eu_world_opts wo;
@@ -2477,6 +2730,7 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
     uv_run(&s->loop, UV_RUN_DEFAULT);  /* its handles close */
   }
   commit_batches(s);  /* what alarms wrote at the end; closing syncs it */
+  write_last_images(s);
   if (rc == EU_OK && s->failed)
     rc = eu_err(err, errlen, EU_ESQL, "stopped: the state could not be made durable (see above)");
   uv_loop_close(&s->loop);
@@ -2485,7 +2739,6 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
   for (i = 0; i < s->nstores; i++) close_served(s->stores[i]);
   free(s->stores);
   free(s->by_object);
-  free(s->seen);
   free(s->dirty);
   stop_spares(s);
   free(s->blank);

@@ -106,8 +106,12 @@ static const char *const eu_isql[IS_COUNT] = {
   "PRAGMA page_size",
 };
 
+/* What a connection sets, apart from the tables, which a database made by
+ * a store already has. */
+#define EU_CONNECTION_SQL "PRAGMA foreign_keys = ON;"
+
 static const char eu_schema[] =
-  "PRAGMA foreign_keys = ON;"
+  EU_CONNECTION_SQL
   "CREATE TABLE IF NOT EXISTS _eutaxy_kv("
   "  key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;"
   "CREATE TABLE IF NOT EXISTS _eutaxy_alarm("
@@ -165,6 +169,7 @@ struct eu_store {
   eu_sqlmem *mem;      /* SQLite's bytes for this store (sqlmem.h) */
   eu_store_limits lim;
   int file;            /* backed by a file (not in memory) */
+  int in_memory;       /* its file's database, in memory until written (eu_store_open_image) */
   const char *closed;  /* the gate is closed: why; NULL when open */
   /* Parking (eu_store_park): what reopening the connection needs */
   char *path;          /* the file; NULL in memory or once an image is restored */
@@ -769,11 +774,30 @@ int eu_store_open(eu_store **out, const char *path, char *err, size_t errlen) {
 static int apply_quota(eu_store *s);
 static int apply_settings(eu_store *s);
 
+/* Makes main the database img (a whole one, as sqlite3_serialize gives),
+ * in memory. A WAL database's header says so (the file format's version
+ * bytes, 18 and 19: 2), which memory cannot hold: its copy is marked a
+ * rollback one. */
+static int deserialize(eu_store *s, const unsigned char *img, size_t len) {
+  unsigned char *copy = sqlite3_malloc64(len);
+  int rc, saved = s->internal;
+  if (!copy) return SQLITE_NOMEM;
+  memcpy(copy, img, len);
+  if (len >= 100 && copy[18] == 2 && copy[19] == 2) copy[18] = copy[19] = 1;
+  s->internal = 1;  /* deserialize reopens main with an ATTACH of its own */
+  rc = sqlite3_deserialize(s->db, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
+                           SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE);
+  s->internal = saved;
+  return rc;  /* on failure SQLite freed copy */
+}
+
 /* Opens s->db and sets it up as every use of it expects, the first time
  * and at each reopening after a park: the store's policing and limits, the
  * host's SQL around the store's own tables, the quota, the settings a park
- * kept and the wal hook. */
-static int connect(eu_store *s, char *err, size_t errlen) {
+ * kept and the wal hook. img, when not NULL, is what an in-memory store's
+ * database starts as (eu_store_open_image), made by a store: it has the
+ * tables, and what first and then made. */
+static int connect(eu_store *s, const unsigned char *img, size_t len, char *err, size_t errlen) {
   const char *where = s->path ? s->path : "an in-memory database";
   int rc;
   forget_alarm(s);
@@ -781,10 +805,11 @@ static int connect(eu_store *s, char *err, size_t errlen) {
   {
     ENTER(s);
     /* A store belongs to one world, which runs on one thread. */
-    rc = sqlite3_open_v2(s->path ? s->path : ":memory:", &s->db,
+    rc = sqlite3_open_v2(s->path && !s->in_memory ? s->path : ":memory:", &s->db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     LEAVE();
   }
+  if (rc == SQLITE_OK && img) rc = deserialize(s, img, len);
   if (rc != SQLITE_OK) {
     rc = rc == SQLITE_NOMEM ? EU_ENOMEM : EU_ESQL;
     eu_err(err, errlen, rc, "cannot open %s: %s", where,
@@ -800,9 +825,13 @@ static int connect(eu_store *s, char *err, size_t errlen) {
   sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
   sqlite3_set_authorizer(s->db, authorize, s);
   sqlite3_progress_handler(s->db, EU_STORE_STEP_CHECK, on_progress, s);
-  rc = s->first ? eu_store_exec_internal(s, s->first) : EU_OK;
-  if (rc >= 0) rc = eu_store_exec_internal(s, eu_schema);
-  if (rc >= 0 && s->then) rc = eu_store_exec_internal(s, s->then);
+  if (img) {  /* made by a store, with first and then: its tables are there */
+    rc = eu_store_exec_internal(s, EU_CONNECTION_SQL);
+  } else {
+    rc = s->first ? eu_store_exec_internal(s, s->first) : EU_OK;
+    if (rc >= 0) rc = eu_store_exec_internal(s, eu_schema);
+    if (rc >= 0 && s->then) rc = eu_store_exec_internal(s, s->then);
+  }
   if (rc >= 0 && s->lim.max_bytes > 0) rc = apply_quota(s);
   if (rc >= 0 && s->set_settings) rc = apply_settings(s);
   if (rc < 0) {
@@ -833,8 +862,8 @@ static void free_store(eu_store *s) {
   free(s);
 }
 
-int eu_store_open_with(eu_store **out, const char *path, const char *first, const char *then,
-                       char *err, size_t errlen) {
+static int open_store(eu_store **out, const char *path, const unsigned char *img, size_t len,
+                      const char *first, const char *then, char *err, size_t errlen) {
   eu_store *s;
   int rc, failed = 0;
   *out = NULL;
@@ -846,6 +875,7 @@ int eu_store_open_with(eu_store **out, const char *path, const char *first, cons
   if (!s) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   s->mem = eu_sqlmem_new();
   s->file = path != NULL;
+  s->in_memory = img != NULL;
   s->path = copy_text(path, &failed);
   s->first = copy_text(first, &failed);
   s->then = copy_text(then, &failed);
@@ -853,12 +883,24 @@ int eu_store_open_with(eu_store **out, const char *path, const char *first, cons
     free_store(s);
     return eu_err(err, errlen, EU_ENOMEM, "out of memory");
   }
-  if ((rc = connect(s, err, errlen)) < 0) {
+  if ((rc = connect(s, img, len, err, errlen)) < 0) {
     free_store(s);
     return rc;
   }
   *out = s;
   return EU_OK;
+}
+
+int eu_store_open_with(eu_store **out, const char *path, const char *first, const char *then,
+                       char *err, size_t errlen) {
+  return open_store(out, path, NULL, 0, first, then, err, errlen);
+}
+
+int eu_store_open_image(eu_store **out, const char *path, const unsigned char *img, size_t len,
+                        const char *first, const char *then, char *err, size_t errlen) {
+  if (!path || !img || len < 100)
+    return eu_err(err, errlen, EU_EINVAL, "an in-memory store needs its file's path and a database image");
+  return open_store(out, path, img, len, first, then, err, errlen);
 }
 
 void eu_store_close(eu_store *s) {
@@ -902,11 +944,13 @@ static int apply_settings(eu_store *s) {
   return eu_store_exec_internal(s, sql);
 }
 
-int eu_store_park(eu_store *s) {
+/* Closes the connection, or hands it to *handed for the caller to close. */
+static int park(eu_store *s, sqlite3 **handed) {
   sqlite3_stmt *st = NULL;
   int rc;
   if (s->parked) return EU_OK;
   if (!s->path) return fail(s, EU_EINVAL, "only a store backed by its file can be parked");
+  if (s->in_memory) return fail(s, EU_EINVAL, "the store's database is in memory until its file is written");
   if (s->sticky)
     return fail(s, EU_EINVAL, "the store holds temporary tables, views or triggers, which live in its connection");
   if (s->baseline || s->txn_open || !sqlite3_get_autocommit(s->db))
@@ -918,15 +962,55 @@ int eu_store_park(eu_store *s) {
   /* The WAL stays as it is for the next opening: a checkpoint here would
    * write and sync the database on the caller's thread. */
   sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
-  if (sqlite3_close(s->db) != SQLITE_OK)  /* a statement someone else prepared: it stays open */
+  /* a statement someone else prepared: the connection stays open */
+  if (handed ? sqlite3_next_stmt(s->db, NULL) != NULL : sqlite3_close(s->db) != SQLITE_OK)
     return fail(s, EU_EINVAL, "a statement of the store is still prepared");
+  if (handed) *handed = s->db;
   s->db = NULL;
   s->parked = 1;
   s->depth = 0;
   return EU_OK;
 }
 
+int eu_store_park(eu_store *s) { return park(s, NULL); }
+
 int eu_store_parked(eu_store *s) { return s->parked; }
+
+int eu_store_in_memory(eu_store *s) { return s->in_memory; }
+
+int eu_store_image(eu_store *s, const unsigned char **p, size_t *len) {
+  sqlite3_int64 sz = 0;
+  int saved = s->internal;
+  *p = NULL;
+  *len = 0;
+  if (!s->in_memory) return fail(s, EU_EINVAL, "the store's database is in its file");
+  if (s->baseline || s->txn_open || !sqlite3_get_autocommit(s->db))
+    return fail(s, EU_EINVAL, "a transaction is open");
+  s->internal = 1;  /* serialize asks SQLite for the page count with a PRAGMA */
+  *p = sqlite3_serialize(s->db, "main", &sz, SQLITE_SERIALIZE_NOCOPY);
+  s->internal = saved;
+  if (!*p) return fail(s, EU_ENOMEM, "cannot read the in-memory database whole");
+  *len = (size_t)sz;
+  return EU_OK;
+}
+
+int eu_store_set_then(eu_store *s, const char *then) {
+  int failed = 0;
+  char *c = copy_text(then, &failed);
+  if (failed) return fail(s, EU_ENOMEM, "out of memory");
+  free(s->then);
+  s->then = c;
+  return EU_OK;
+}
+
+int eu_store_image_written(eu_store *s, sqlite3 **closing) {
+  int rc;
+  *closing = NULL;
+  if (!s->in_memory) return fail(s, EU_EINVAL, "the store's database is in its file");
+  s->in_memory = 0;
+  if ((rc = park(s, closing)) < 0) s->in_memory = 1;
+  return rc;
+}
 
 /* Reopens a parked store's connection for its next use. */
 static int wake(eu_store *s) {
@@ -935,7 +1019,7 @@ static int wake(eu_store *s) {
   if (!s->parked) return EU_OK;
   if (s->wake_fn) s->wake_fn(s->wake_ud, s);
   s->parked = 0;
-  if ((rc = connect(s, err, sizeof err)) < 0) {
+  if ((rc = connect(s, NULL, 0, err, sizeof err)) < 0) {
     s->parked = 1;
     return fail(s, rc, err);
   }
@@ -1914,8 +1998,7 @@ int eu_store_snapshot(eu_store *s, unsigned char **data, size_t *len) {
 }
 
 int eu_store_restore(eu_store *s, const unsigned char *data, size_t len) {
-  unsigned char *copy;
-  int rc, saved = s->internal;
+  int rc;
   if (len == 0) return fail(s, EU_EINVAL, "an empty image is not a database");
   if ((rc = wake(s)) < 0) return rc;
   forget_alarm(s);
@@ -1925,18 +2008,13 @@ int eu_store_restore(eu_store *s, const unsigned char *data, size_t len) {
   /* Statements compiled against the old schema go; the host's come back on
    * their next use. */
   finalize_all(s);
-  copy = sqlite3_malloc64(len);
-  if (!copy) return fail(s, EU_ENOMEM, "out of memory");
-  memcpy(copy, data, len);
-  s->internal = 1;  /* deserialize reopens main with an ATTACH of its own */
-  rc = sqlite3_deserialize(s->db, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
-                           SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE);
-  s->internal = saved;
-  if (rc != SQLITE_OK) return fail_sql(s, rc);  /* SQLite freed copy */
+  if ((rc = deserialize(s, data, len)) != SQLITE_OK)
+    return rc == SQLITE_NOMEM ? fail(s, EU_ENOMEM, "out of memory") : fail_sql(s, rc);
   s->depth = 0;
   /* The database is the image now: the file is no longer the store's. */
   free(s->path);
   s->path = NULL;
+  s->in_memory = 0;
   /* Reads the new schema, so an image that is not a database fails here. */
   rc = eu_store_exec_internal(s, eu_schema);
   if (rc == EU_OK && s->lim.max_bytes > 0) rc = apply_quota(s);

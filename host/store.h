@@ -32,7 +32,31 @@ int eu_store_open(eu_store **out, const char *path, char *err, size_t errlen);
  * parked store reopens its connection. */
 int eu_store_open_with(eu_store **out, const char *path, const char *first, const char *then,
                        char *err, size_t errlen);
+/* A store whose file, path, does not exist yet, so that making it costs
+ * nothing until it must be durable: its database starts as img in memory,
+ * and stays there until the host writes it out (eu_store_image) and says
+ * so (eu_store_image_written). img is a whole database, as
+ * sqlite3_serialize gives one, of a store opened with the same first and
+ * then: its tables and what first and then made are taken as there, and
+ * they do not run (a WAL database's image is opened as a rollback one).
+ * The store is meanwhile as any other, but cannot be parked. */
+int eu_store_open_image(eu_store **out, const char *path, const unsigned char *img, size_t len,
+                        const char *first, const char *then, char *err, size_t errlen);
 void eu_store_close(eu_store *s);
+/* Whether the store's database is in memory, its file not yet written. */
+int eu_store_in_memory(eu_store *s);
+/* The in-memory database as committed: *p is SQLite's own memory, valid
+ * until the store's next use. Refused while a transaction is open. */
+int eu_store_image(eu_store *s, const unsigned char **p, size_t *len);
+/* The image eu_store_image gave is now the store's file: the store lets
+ * go of the in-memory database, and its next use opens the file, running
+ * first and then as a parked store's reopening does. The connection that
+ * held the database is *closing's, to sqlite3_close on any thread (no
+ * statement of it is left). Refused where eu_store_park is (temporary
+ * tables, views or triggers), the store staying in memory. */
+int eu_store_image_written(eu_store *s, sqlite3 **closing);
+/* Replaces eu_store_open_with's then for the store's next reopenings. */
+int eu_store_set_then(eu_store *s, const char *then);
 /* The connection; NULL while the store is parked. */
 sqlite3 *eu_store_db(eu_store *s);
 

@@ -64,6 +64,67 @@ wait
     assert.same(a, b)
   end)
 
+  it("keeps the first write of every acknowledged new object through a kill -9", function()
+    -- A new object's database is in memory until the round of syncs that
+    -- covers its first write puts it in its file: four streams of new
+    -- objects, one write each; stream 1 kills the server after its 40th answer.
+    local server = h.start(state)
+    local script = state .. "/new.sh"
+    local f = assert(io.open(script, "w"))
+    f:write(([[
+port=%s; pid=%s; dir=%s
+for k in 1 2 3 4; do
+  ( i=$k; n=0
+    while [ $n -lt 500 ]; do
+      code=$(curl -s -o /dev/null -w '%%{http_code}' --max-time 10 -X POST "http://127.0.0.1:$port/touch/$i")
+      [ "$code" = 200 ] || break
+      echo $i >> $dir/acked.$k
+      n=$((n + 1))
+      if [ $k = 1 ] && [ $n = 40 ]; then kill -9 $pid; fi
+      i=$((i + 4))
+    done ) &
+done
+wait
+]]):format(server.port, server.pid, state))
+    f:close()
+    h.sh("sh " .. script)
+    h.stop(server)
+    local acked = ids(h.sh("cat " .. state .. "/acked.* 2>/dev/null"))
+    assert.truthy(count(acked) >= 40, "new objects were acknowledged " .. count(acked) .. " times")
+
+    server = h.start(state)
+    for id in pairs(acked) do
+      assert.same({ 200, '{"n":1}' }, { h.request(server, "GET", "/touch/" .. id) }, "object " .. id)
+    end
+    assert.equal(0, h.stop(server))
+    local log = h.log(server)
+    assert.is_nil(log:find("eutaxy serve:", 1, true), log)
+  end)
+
+  it("keeps through a kill -9 the writes after a new object's file, and those of one kept in memory", function()
+    local server = h.start(state)
+    for n = 1, 5 do
+      -- one object written five times, its file first written whole and
+      -- then reopened for each write; one holding a temporary table, which
+      -- keeps its database in memory, written whole at every round
+      assert.same({ 200, ('{"n":%d}'):format(n) }, { h.request(server, "POST", "/touch/7") })
+      assert.same({ 200, ('{"n":%d}'):format(n) }, { h.request(server, "POST", "/scratch/7") })
+    end
+    h.stop(server, "KILL")
+    server = h.start(state, "--durability process")
+    assert.same({ 200, '{"n":5}' }, { h.request(server, "GET", "/touch/7") })
+    assert.same({ 200, '{"n":5}' }, { h.request(server, "GET", "/scratch/7") })
+    -- and the same without syncs: each write is in the kernel before its answer
+    assert.same({ 200, '{"n":1}' }, { h.request(server, "POST", "/touch/8") })
+    assert.same({ 200, '{"n":6}' }, { h.request(server, "POST", "/scratch/7") })
+    assert.same({ 200, '{"n":1}' }, { h.request(server, "POST", "/scratch/8") })
+    h.stop(server, "KILL")
+    server = h.start(state)
+    assert.same({ 200, '{"n":1}' }, { h.request(server, "GET", "/touch/8") })
+    assert.same({ 200, '{"n":6}' }, { h.request(server, "GET", "/scratch/7") })
+    assert.same({ 200, '{"n":1}' }, { h.request(server, "GET", "/scratch/8") })
+  end)
+
   it("serves the lease pool end to end, its leases kept across a restart", function()
     local config = "scenarios/lease-pool/serve.jsonc"
     local server = h.start(state, "", config)

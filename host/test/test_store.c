@@ -725,8 +725,94 @@ static void test_a_failed_reopen_fails_the_call_and_the_store_goes_on(void) {
   eu_store_close(s);
 }
 
+/* A store whose database is an image in memory until the host writes it
+ * to its file, as serve makes a new object's. */
+static eu_store *open_image(const char *name, unsigned char **blank, size_t *blank_len) {
+  static const char first[] = "PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL;";
+  static const char then[] = "CREATE TABLE IF NOT EXISTS _eutaxy_host(x); PRAGMA synchronous = OFF;";
+  eu_store *b, *s = NULL;
+  char err[EU_ERRLEN], path[96];
+  ASSERT_OK(eu_store_open_with(&b, NULL, first, then, err, sizeof err));
+  ASSERT_OK(eu_store_snapshot(b, blank, blank_len));
+  eu_store_close(b);
+  (*blank)[18] = (*blank)[19] = 2;  /* marked a WAL database, as a host's file would be */
+  snprintf(path, sizeof path, "%s/%s", park_dir, name);
+  remove(path);
+  ASSERT_OK(eu_store_open_image(&s, path, *blank, *blank_len, first, then, err, sizeof err));
+  eu_store_wal_hook(s, count_commit, NULL);
+  eu_store_on_wake(s, count_wake, s);
+  park_commits = park_wakes = 0;
+  return s;
+}
+
+static void test_an_image_stays_in_memory_until_its_file_is_written(void) {
+  eu_store *s;
+  unsigned char *blank, *copy;
+  const unsigned char *img;
+  size_t blank_len, len;
+  sqlite3 *closing = (sqlite3 *)1;
+  char path[96];
+  FILE *f;
+  s = open_image("f.db", &blank, &blank_len);
+  snprintf(path, sizeof path, "%s/f.db", park_dir);
+  ASSERT(eu_store_in_memory(s));
+  ASSERT_EQ(sql_scalar(s, "SELECT count(*) FROM _eutaxy_host"), 0);  /* the image's tables */
+  ASSERT_EQ(scalar(s, "PRAGMA foreign_keys"), 1);                     /* the connection's settings */
+  end_turn(s);
+  ASSERT_EQ(sql_run(s, "CREATE TABLE t(x)"), 0);
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (1), (2)"), 0);
+  ASSERT_EQ(eu_store_image(s, &img, &len), EU_EINVAL);  /* a turn is open */
+  ASSERT_CONTAINS(eu_store_errmsg(s), "a transaction is open");
+  end_turn(s);
+  ASSERT(access(path, F_OK) != 0);                      /* nothing is written */
+  ASSERT_EQ(eu_store_park(s), EU_EINVAL);
+  ASSERT_CONTAINS(eu_store_errmsg(s), "in memory");
+
+  ASSERT_OK(eu_store_image(s, &img, &len));
+  ASSERT(len > 100 && (copy = malloc(len)) != NULL);
+  memcpy(copy, img, len);
+  copy[18] = copy[19] = 2;
+  ASSERT((f = fopen(path, "wb")) != NULL);
+  ASSERT_EQ(fwrite(copy, 1, len, f), len);
+  ASSERT_EQ(fclose(f), 0);
+  free(copy);
+  ASSERT_OK(eu_store_image_written(s, &closing));
+  ASSERT(closing != NULL);
+  ASSERT_EQ(sqlite3_close(closing), SQLITE_OK);         /* no statement of it was left */
+  ASSERT(eu_store_parked(s));
+  ASSERT(!eu_store_in_memory(s));
+  ASSERT_EQ(eu_store_image(s, &img, &len), EU_EINVAL);
+
+  ASSERT_EQ(scalar(s, "SELECT sum(x) FROM t"), 3);     /* the next use opens the file */
+  ASSERT_EQ(park_wakes, 1);
+  ASSERT_EQ(sql_scalar(s, "PRAGMA synchronous"), 0);   /* first and then ran */
+  end_turn(s);
+  ASSERT_OK(eu_store_set_then(s, "PRAGMA synchronous = FULL;"));
+  ASSERT_OK(eu_store_park(s));
+  ASSERT_EQ(sql_run(s, "INSERT INTO t VALUES (3)"), 0);
+  ASSERT_EQ(sql_scalar(s, "PRAGMA synchronous"), 2);   /* the new then */
+  end_turn(s);
+  ASSERT_EQ(park_commits, 1);                          /* into the file's WAL */
+  eu_store_close(s);
+  free(blank);
+
+  /* one that cannot be parked stays in memory */
+  s = open_image("g.db", &blank, &blank_len);
+  ASSERT_EQ(sql_run(s, "CREATE TEMP TABLE scratch(y)"), 0);
+  end_turn(s);
+  ASSERT_OK(eu_store_image(s, &img, &len));
+  ASSERT_EQ(eu_store_image_written(s, &closing), EU_EINVAL);
+  ASSERT_CONTAINS(eu_store_errmsg(s), "temporary tables");
+  ASSERT(closing == NULL);
+  ASSERT(eu_store_in_memory(s));
+  ASSERT_EQ(scalar(s, "SELECT count(*) FROM scratch"), 0);
+  end_turn(s);
+  eu_store_close(s);
+  free(blank);
+}
+
 static void test_park_cleanup(void) {
-  const char *names[] = { "a.db", "b.db", "c.db", "d.db", "e.db" };
+  const char *names[] = { "a.db", "b.db", "c.db", "d.db", "e.db", "f.db", "g.db" };
   const char *tails[] = { "", "-wal", "-journal" };
   char path[128];
   size_t i, j;
@@ -1277,6 +1363,7 @@ static const test tests[] = {
   T(test_park_is_refused_while_a_reopen_would_lose_something),
   T(test_batching_begins_the_batch_at_the_first_touch),
   T(test_a_failed_reopen_fails_the_call_and_the_store_goes_on),
+  T(test_an_image_stays_in_memory_until_its_file_is_written),
   T(test_park_cleanup),
   T(test_snapshot_and_restore_round_trip),
   T(test_lua_exec_runs_every_statement_and_binds_the_last),
