@@ -923,17 +923,19 @@ static eu_store *provide_store(void *ud, int ns, const char *hex, char *err, siz
  * connection's setup (its pragmas, the schema read, the tables checked)
  * and the commit of the row naming the object; a new object's database in
  * memory is made from the blank one (see "new objects in memory") and
- * named, without a file. The world holds the object's events meanwhile (store_opener),
- * so it runs on the thread pool, as the syncs do, up to EU_SERVE_OPENS at
- * once; beyond that the loop opens the file itself (provide_store), which
- * shares the work out when the pool falls behind. Under the fault
- * simulation, whose counts are the loop's, the loop opens every file.
+ * named, without a file. The world holds the object's events meanwhile
+ * (store_opener), so it runs on the thread pool, as the syncs do, up to
+ * EU_SERVE_OPENS at once; beyond that the loop opens the file itself
+ * (provide_store), which shares the work out when the pool falls behind.
+ * Under the fault simulation, whose counts are the loop's, the loop opens
+ * every file.
  *
  * The connection changes threads once, when the pool is done with it. The
- * wal hook is the loop's: the pool's opening records only the pages of the
- * naming row's commit, and the loop counts that commit (on_wal) when the
- * file is handed over, before any answer of the object is stamped. */
-#define EU_SERVE_OPENS 8
+ * wal hook (or for a database in memory, the commit hook) is the loop's:
+ * the pool's opening records only the naming row's commit, and the loop
+ * counts that commit (on_wal) when the file is handed over, before any
+ * answer of the object is stamped. */
+#define EU_SERVE_OPENS 32
 
 typedef struct open_job {
   uv_work_t req;
