@@ -157,8 +157,6 @@ typedef struct image {
   served_store *ss;
   unsigned char *data;      /* a copy, so the store goes on meanwhile */
   size_t len;
-  int spare;                /* the spare it is written into */
-  int make;                 /* none was ready: the spare is made for it */
   uint64_t commits;         /* ss's commits when it was taken */
   int err;                  /* errno of a failed write, or 0 */
   sqlite3 *closing;         /* the connection that held it, once the store has let go of it */
@@ -264,12 +262,6 @@ struct server {
   int ndirty, capdirty;
   char *blank;              /* what a new object's file starts as (make_blank), or NULL */
   size_t blank_len;
-  /* new files made ahead on the thread pool (pop_spare): spares[0..nspares)
-   * are ready, numbered; a refill up to spare_want may be in flight */
-  int *spares;
-  int nspares, spare_want, spare_next, refilling;
-  uv_work_t refill;
-  int refill_from, refill_n, refill_made;
   served_store *mru, *lru;  /* the stores whose connection is open */
   int nopen, max_open;      /* how many are, and how many may be */
   int nopening;             /* files being opened on the thread pool (open_elsewhere) */
@@ -516,116 +508,21 @@ static void make_blank(server *s) {
   sqlite3_free(img);
 }
 
-/* Creating a file costs here what a new object's whole turn costs (an
- * inode to find and to fill), and a new object's database needs two, the
- * database and its WAL. So they are made ahead, empty, on the thread pool,
- * under the state directory's .spare/ (numbered), and a database in memory
- * is written into one and moved into place by name, which is cheap. How
- * many are kept follows the demand: 4 at first, twice as many each time
- * they ran out, up to EU_SERVE_SPARES. A spare left over from an earlier
- * run is removed at start-up. */
-#define EU_SERVE_SPARES 64
-
-static void spare_path(server *s, int n, const char *suffix, char *out, size_t len) {
-  snprintf(out, len, "%s/.spare/%d.sqlite%s", s->state, n, suffix);
-}
-
-static void refill_work(uv_work_t *req) {
-  server *s = req->data;
-  char db[4300], wal[4300];
-  int i, fd;
-  for (i = 0; i < s->refill_n; i++) {
-    spare_path(s, s->refill_from + i, "", db, sizeof db);
-    spare_path(s, s->refill_from + i, "-wal", wal, sizeof wal);
-    if ((fd = open(db, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) break;
-    close(fd);
-    if ((fd = open(wal, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) break;
-    close(fd);
-  }
-  s->refill_made = i;
-}
-
-static void refill_done(uv_work_t *req, int status) {
-  server *s = req->data;
-  int i;
-  s->refilling = 0;
-  if (status != 0) return;
-  for (i = 0; i < s->refill_made; i++) s->spares[s->nspares++] = s->refill_from + i;
-}
-
-/* Asks for more spares when half of them are gone. */
-static void refill(server *s) {
-  if (!s->spares || s->refilling || s->stopping || s->nspares > s->spare_want / 2) return;
-  s->refill.data = s;
-  s->refill_from = s->spare_next;
-  s->refill_n = s->spare_want - s->nspares;
-  s->refill_made = 0;
-  s->spare_next += s->refill_n;
-  if (uv_queue_work(&s->loop, &s->refill, refill_work, refill_done) == 0) s->refilling = 1;
-}
-
-/* The number of a ready spare, taken, or -1 when there is none. */
-static int pop_spare(server *s) {
-  int n;
-  if (!s->spares) return -1;
-  if (!s->nspares) {
-    if (s->spare_want < EU_SERVE_SPARES) s->spare_want *= 2;
-    refill(s);
-    return -1;
-  }
-  n = s->spares[--s->nspares];
-  refill(s);
-  return n;
-}
-
-/* Moves spare n to path (which does not exist) and its WAL beside it; 0
- * when it could not. Touches nothing of the server's but its paths. */
-static int move_spare(server *s, int n, const char *path) {
-  char from[4300], to[4300];
-  spare_path(s, n, "-wal", from, sizeof from);
-  snprintf(to, sizeof to, "%s-wal", path);
-  if (rename(from, to) != 0) return 0;
-  spare_path(s, n, "", from, sizeof from);
-  if (rename(from, path) != 0) {
-    unlink(to);
-    return 0;
-  }
-  return 1;
-}
-
-/* Empties .spare/ (what an earlier run left); the first new object asks for spares. */
-static void start_spares(server *s) {
+/* What an earlier version left in the state directory: new files made
+ * ahead under .spare/, which nothing uses now. */
+static void remove_spares(server *s) {
   char dir[4200], p[4500];
   DIR *d;
   struct dirent *e;
-  if (!s->blank) return;
   snprintf(dir, sizeof dir, "%s/.spare", s->state);
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return;
-  if ((d = opendir(dir)) != NULL) {
-    while ((e = readdir(d)) != NULL) {
-      if (e->d_name[0] == '.') continue;
-      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-      unlink(p);
-    }
-    closedir(d);
-  }
-  if (!(s->spares = malloc(EU_SERVE_SPARES * sizeof *s->spares))) return;
-  s->spare_want = 2;  /* doubled by the first take, which finds none */
-}
-
-/* The spares not used: gone with the server. */
-static void stop_spares(server *s) {
-  char p[4300];
-  int i;
-  for (i = 0; i < s->nspares; i++) {
-    spare_path(s, s->spares[i], "", p, sizeof p);
-    unlink(p);
-    spare_path(s, s->spares[i], "-wal", p, sizeof p);
+  if (!(d = opendir(dir))) return;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
     unlink(p);
   }
-  s->nspares = 0;
-  free(s->spares);
-  s->spares = NULL;
+  closedir(d);
+  rmdir(dir);
 }
 
 /* ---- new objects in memory --------------------------------------------
@@ -634,19 +531,21 @@ static void stop_spares(server *s) {
  * costs, and none of it is needed before the object's first round of
  * syncs. So an object whose file does not exist gets its database in
  * memory instead, made from the blank one (eu_store_open_image), and its
- * file only when a round of syncs is to cover its commits: the database is
- * written whole into a spare, which moves into place with its WAL as a
- * spare does for a file opened new, and the round syncs both and their
- * names with its other files. A crash before the round ends may leave the
- * file or not, as for any new file; no answer that depends on it has left.
+ * file only when a round of syncs is to cover its commits: on the pool,
+ * its empty WAL is made, and the database is written whole under a name of
+ * its own (the file's, with .new) and renamed into place; the round then
+ * syncs both and their names with its other files. A crash before the
+ * round ends may leave the file or not, as for any new file; no answer
+ * that depends on it has left. A .new file a crash left is removed at the
+ * next start.
  *
  * The store is then parked, so its next use opens the file. One that
  * cannot be (it holds temporary tables) stays in memory, and its database
- * is written whole again for each round that covers a commit of it, under
- * a spare's name moved over the old one. The writes go through SQLite's
- * VFS, so the fault simulation fails them as it fails any file's I/O. */
+ * is written whole again for each round that covers a commit of it,
+ * renamed over the old one. The writes go through SQLite's VFS, so the
+ * fault simulation fails them as it fails any file's I/O. */
 
-/* Takes ss's database, in memory, and the spare it will go into. 0 when
+/* Takes a copy of ss's database, in memory. 0 when
  * taken, 1 when it cannot be yet (a transaction of it is open), -1 when
  * memory ran out (the server fails). */
 static int take_image(server *s, served_store *ss, image *im) {
@@ -663,26 +562,27 @@ static int take_image(server *s, served_store *ss, image *im) {
   im->len = len;
   im->ss = ss;
   im->commits = ss->commits;
-  if ((im->spare = pop_spare(s)) < 0) {
-    im->spare = s->spare_next++;
-    im->make = 1;
-  }
   ss->writing = 1;
   ss->fresh = 1;  /* the round that covers it syncs the file, its WAL and their names */
   return 0;
 }
 
-/* Writes im into its spare and moves the spare to path, on the pool or
- * the loop; touches nothing of the server's but its paths. */
-static void put_image(server *s, image *im, const char *path) {
+/* Makes path's WAL, empty, if it has none, and writes im beside path
+ * and renames it to path: on the pool or the loop, touching nothing of the
+ * server's. */
+static void put_image(image *im, const char *path) {
   sqlite3_vfs *vfs = sqlite3_vfs_find(NULL);
   sqlite3_file *f;
   char db[4300], wal[4300];
   size_t at, piece;
   int rc = SQLITE_NOMEM, fd;
-  spare_path(s, im->spare, "", db, sizeof db);
-  spare_path(s, im->spare, "-wal", wal, sizeof wal);
-  if (im->make && (fd = open(wal, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) >= 0) close(fd);
+  snprintf(db, sizeof db, "%s.new", path);
+  snprintf(wal, sizeof wal, "%s-wal", path);
+  if ((fd = open(wal, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+    im->err = errno;
+    return;
+  }
+  close(fd);
   if (vfs && (f = calloc(1, (size_t)vfs->szOsFile)) != NULL) {
     rc = vfs->xOpen(vfs, db, f, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_MAIN_DB, NULL);
     /* in pieces: the unix VFS writes at most 128 KB at a time, as no page is larger */
@@ -694,10 +594,9 @@ static void put_image(server *s, image *im, const char *path) {
     if (f->pMethods) f->pMethods->xClose(f);
     free(f);
   }
-  if (rc == SQLITE_OK && move_spare(s, im->spare, path)) return;
+  if (rc == SQLITE_OK && rename(db, path) == 0) return;
   im->err = rc == SQLITE_OK ? errno : (rc & 0xff) == SQLITE_FULL ? ENOSPC : rc == SQLITE_NOMEM ? ENOMEM : EIO;
   unlink(db);
-  unlink(wal);
 }
 
 /* Back on the loop: a store with no commit since its image was taken is
@@ -728,7 +627,7 @@ static int write_now(server *s, served_store *ss) {
   image im;
   int rc = take_image(s, ss, &im);
   if (rc != 0) return rc;
-  put_image(s, &im, ss->path);
+  put_image(&im, ss->path);
   image_put(s, &im);
   sqlite3_close(im.closing);
   return im.err ? -1 : 0;
@@ -756,7 +655,7 @@ static int open_file(served_store *ss, char *err, size_t errlen) {
   server *s = ss->srv;
   int has_db = file_exists(ss->path, "");
   long long wal;
-  if (!has_db && s->blank && s->spares) {
+  if (!has_db && s->blank) {
     ss->fresh = 0;
     return eu_store_open_image(&ss->store, ss->path, (const unsigned char *)s->blank, s->blank_len,
                                serve_first, serve_then_empty_wal, err, errlen);
@@ -1065,6 +964,12 @@ static int rearm_alarms(server *s, char *err, size_t errlen) {
     eu_object *o;
     int has = 0, retry = 0, ns;
     int64_t at = 0;
+    if (n == 32 + 11 && strcmp(e->d_name + 32, ".sqlite.new") == 0 &&
+        strspn(e->d_name, "0123456789abcdef") == 32) {  /* a write a crash cut short */
+      snprintf(path, sizeof path, "%s/%s", s->state, e->d_name);
+      unlink(path);
+      continue;
+    }
     if (n != 32 + 7 || strcmp(e->d_name + 32, ".sqlite") != 0 ||
         strspn(e->d_name, "0123456789abcdef") != 32)
       continue;
@@ -1202,7 +1107,7 @@ static int queue_sync(server *s, sync_job *j, int r, image_job *ij) {
 static void image_work(uv_work_t *req) {
   image_job *ij = req->data;
   int i;
-  for (i = 0; i < ij->n; i++) put_image(ij->srv, &ij->images[i], ij->images[i].ss->path);
+  for (i = 0; i < ij->n; i++) put_image(&ij->images[i], ij->images[i].ss->path);
 }
 
 /* Closing the connections that held the images, on the pool. */
@@ -1235,7 +1140,7 @@ static void image_done(uv_work_t *req, int status) {
       on_synced(&j->req, 0);
     }
   }
-  if (uv_queue_work(&s->loop, &ij->req, close_work, close_done) != 0) {
+  if (eu_faultsim_active || uv_queue_work(&s->loop, &ij->req, close_work, close_done) != 0) {
     close_work(&ij->req);
     free(ij);
   }
@@ -1274,7 +1179,6 @@ static image_job *take_images(server *s, int *later) {
       while (ij->n > 0) {  /* given back: nothing was written */
         image *im = &ij->images[--ij->n];
         im->ss->writing = 0;
-        if (!im->make) s->spares[s->nspares++] = im->spare;
         free(im->data);
       }
       free(ij);
@@ -2605,7 +2509,7 @@ static int start(server *s, char *err, size_t errlen) {
   if ((rc = eu_world_new(&s->w, &wo, err, errlen)) != EU_OK) return rc;
   if ((rc = rearm_alarms(s, err, errlen)) != EU_OK) return rc;
   make_blank(s);
-  start_spares(s);
+  remove_spares(s);
 
   if (strchr(host, ':')) rc = uv_ip6_addr(host, s->o.port, (struct sockaddr_in6 *)&addr);
   else rc = uv_ip4_addr(host, s->o.port, (struct sockaddr_in *)&addr);
@@ -2742,7 +2646,6 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
   free(s->stores);
   free(s->by_object);
   free(s->dirty);
-  stop_spares(s);
   free(s->blank);
   if (s->dirfd >= 0) close(s->dirfd);
   free(s->orphans);

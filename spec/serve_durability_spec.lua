@@ -16,6 +16,33 @@ local function count(set)
   return n
 end
 
+-- Four streams of POSTs to path .. id, stream k sending ids k, k + 4, ...;
+-- stream 1 kills the server with SIGKILL after its 40th answer. The ids
+-- answered 200.
+local function stream_and_kill(state, server, path)
+  local script = state .. "/stream.sh"
+  local f = assert(io.open(script, "w"))
+  f:write(([[
+port=%s; pid=%s; dir=%s
+for k in 1 2 3 4; do
+  ( i=$k; n=0
+    while [ $n -lt 2000 ]; do
+      code=$(curl -s -o /dev/null -w '%%{http_code}' --max-time 10 -X POST "http://127.0.0.1:$port%s$i")
+      [ "$code" = 200 ] || break
+      echo $i >> $dir/acked.$k
+      n=$((n + 1))
+      if [ $k = 1 ] && [ $n = 40 ]; then kill -9 $pid; fi
+      i=$((i + 4))
+    done ) &
+done
+wait
+]]):format(server.port, server.pid, state, path))
+  f:close()
+  h.sh("sh " .. script)
+  h.stop(server)
+  return ids(h.sh("cat " .. state .. "/acked.* 2>/dev/null"))
+end
+
 describe("eutaxy serve, durability", function()
   local state
 
@@ -27,30 +54,9 @@ describe("eutaxy serve, durability", function()
   after_each(function() h.finish(state) end)
 
   it("keeps every acknowledged write through a kill -9 in a stream of writes, and no half of one", function()
+    -- each POST writes one id into two tables in one turn
     local server = h.start(state)
-    -- Four streams of POSTs, each writing one id into two tables in one
-    -- turn; stream 1 kills the server with SIGKILL after its 40th answer.
-    local script = state .. "/stream.sh"
-    local f = assert(io.open(script, "w"))
-    f:write(([[
-port=%s; pid=%s; dir=%s
-for k in 1 2 3 4; do
-  ( i=$k; n=0
-    while [ $n -lt 2000 ]; do
-      code=$(curl -s -o /dev/null -w '%%{http_code}' --max-time 10 -X POST "http://127.0.0.1:$port/pair?id=$i")
-      [ "$code" = 200 ] || break
-      echo $i >> $dir/ok.$k
-      n=$((n + 1))
-      if [ $k = 1 ] && [ $n = 40 ]; then kill -9 $pid; fi
-      i=$((i + 4))
-    done ) &
-done
-wait
-]]):format(server.port, server.pid, state))
-    f:close()
-    h.sh("sh " .. script)
-    h.stop(server)
-    local acked = ids(h.sh("cat " .. state .. "/ok.* 2>/dev/null"))
+    local acked = stream_and_kill(state, server, "/pair?id=")
     assert.truthy(count(acked) >= 40, "the stream was acknowledged " .. count(acked) .. " times")
 
     server = h.start(state)
@@ -66,30 +72,9 @@ wait
 
   it("keeps the first write of every acknowledged new object through a kill -9", function()
     -- A new object's database is in memory until the round of syncs that
-    -- covers its first write puts it in its file: four streams of new
-    -- objects, one write each; stream 1 kills the server after its 40th answer.
+    -- covers its first write puts it in its file: one write each.
     local server = h.start(state)
-    local script = state .. "/new.sh"
-    local f = assert(io.open(script, "w"))
-    f:write(([[
-port=%s; pid=%s; dir=%s
-for k in 1 2 3 4; do
-  ( i=$k; n=0
-    while [ $n -lt 500 ]; do
-      code=$(curl -s -o /dev/null -w '%%{http_code}' --max-time 10 -X POST "http://127.0.0.1:$port/touch/$i")
-      [ "$code" = 200 ] || break
-      echo $i >> $dir/acked.$k
-      n=$((n + 1))
-      if [ $k = 1 ] && [ $n = 40 ]; then kill -9 $pid; fi
-      i=$((i + 4))
-    done ) &
-done
-wait
-]]):format(server.port, server.pid, state))
-    f:close()
-    h.sh("sh " .. script)
-    h.stop(server)
-    local acked = ids(h.sh("cat " .. state .. "/acked.* 2>/dev/null"))
+    local acked = stream_and_kill(state, server, "/touch/")
     assert.truthy(count(acked) >= 40, "new objects were acknowledged " .. count(acked) .. " times")
 
     server = h.start(state)
@@ -123,6 +108,15 @@ wait
     assert.same({ 200, '{"n":1}' }, { h.request(server, "GET", "/touch/8") })
     assert.same({ 200, '{"n":6}' }, { h.request(server, "GET", "/scratch/7") })
     assert.same({ 200, '{"n":1}' }, { h.request(server, "GET", "/scratch/8") })
+  end)
+
+  it("removes at start what a crash or an earlier version left: a file half written, spare files", function()
+    local new = state .. "/0123456789abcdef0123456789abcdef.sqlite.new"
+    h.sh("mkdir -p " .. state .. "/.spare && echo x > " .. new .. " && echo x > " .. state .. "/.spare/3.sqlite")
+    local server = h.start(state)
+    assert.same({ 200, '{"n":1}' }, { h.request(server, "POST", "/hit") })
+    assert.equal("", h.sh("ls -A " .. new .. " " .. state .. "/.spare 2>/dev/null"))
+    assert.equal(0, h.stop(server))
   end)
 
   it("serves the lease pool end to end, its leases kept across a restart", function()
