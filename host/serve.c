@@ -115,6 +115,7 @@ extern int syncfs(int fd);
 typedef struct server server;
 
 static void fail_server(server *s, const char *fmt, const char *path, int e);
+static void fail_server_why(server *s, const char *fmt, const char *path, const char *why);
 
 typedef struct served_store {
   int ns;
@@ -159,6 +160,7 @@ typedef struct image {
   size_t len;
   uint64_t commits;         /* ss's commits when it was taken */
   int err;                  /* errno of a failed write, or 0 */
+  int rc;                   /* SQLite's code of a failed write through its VFS, or SQLITE_OK */
   sqlite3 *closing;         /* the connection that held it, once the store has let go of it */
 } image;
 
@@ -595,7 +597,8 @@ static void put_image(image *im, const char *path) {
     free(f);
   }
   if (rc == SQLITE_OK && rename(db, path) == 0) return;
-  im->err = rc == SQLITE_OK ? errno : (rc & 0xff) == SQLITE_FULL ? ENOSPC : rc == SQLITE_NOMEM ? ENOMEM : EIO;
+  im->err = rc == SQLITE_OK ? errno : EIO;
+  im->rc = rc;
   unlink(db);
 }
 
@@ -609,7 +612,8 @@ static void image_put(server *s, image *im) {
   free(im->data);
   im->data = NULL;
   if (im->err) {
-    fail_server(s, "cannot write %s: %s", ss->path, im->err);
+    if (im->rc != SQLITE_OK) fail_server_why(s, "cannot write %s: %s", ss->path, sqlite3_errstr(im->rc));
+    else fail_server(s, "cannot write %s: %s", ss->path, im->err);
     return;
   }
   if (ss->commits != im->commits || !eu_store_in_memory(ss->store) ||
@@ -966,7 +970,7 @@ static int rearm_alarms(server *s, char *err, size_t errlen) {
     int64_t at = 0;
     if (n == 32 + 11 && strcmp(e->d_name + 32, ".sqlite.new") == 0 &&
         strspn(e->d_name, "0123456789abcdef") == 32) {  /* a write a crash cut short */
-      snprintf(path, sizeof path, "%s/%s", s->state, e->d_name);
+      snprintf(path, sizeof path, "%s/%.43s", s->state, e->d_name);
       unlink(path);
       continue;
     }
@@ -1047,11 +1051,16 @@ static void checkpoint_if_long(served_store *ss) {
   }
 }
 
-static void fail_server(server *s, const char *fmt, const char *path, int e) {
+/* fmt takes path and why. */
+static void fail_server_why(server *s, const char *fmt, const char *path, const char *why) {
   fprintf(stderr, "eutaxy serve: ");
-  fprintf(stderr, fmt, path, strerror(e));
+  fprintf(stderr, fmt, path, why);
   fprintf(stderr, "; answering 500 and stopping\n");
   s->failed = 1;
+}
+
+static void fail_server(server *s, const char *fmt, const char *path, int e) {
+  fail_server_why(s, fmt, path, strerror(e));
 }
 
 /* Retires the oldest rounds that are done: what they cover is durable. */
@@ -1135,7 +1144,9 @@ static void image_done(uv_work_t *req, int status) {
   }
   for (j = ij->syncs; j; j = next) {
     next = j->next;
-    if (uv_queue_work(&s->loop, &j->req, sync_work, on_synced) != 0) {
+    if (s->failed) {
+      on_synced(&j->req, 0);  /* not run: no answer it covers can be a success now */
+    } else if (uv_queue_work(&s->loop, &j->req, sync_work, on_synced) != 0) {
       j->err = EIO;
       on_synced(&j->req, 0);
     }

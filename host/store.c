@@ -798,7 +798,7 @@ static int deserialize(eu_store *s, const unsigned char *img, size_t len) {
  * database starts as (eu_store_open_image), made by a store: it has the
  * tables, and what first and then made. */
 static int connect(eu_store *s, const unsigned char *img, size_t len, char *err, size_t errlen) {
-  const char *where = s->path ? s->path : "an in-memory database";
+  const char *where = s->path ? s->path : "an in-memory database", *why = NULL;
   int rc;
   forget_alarm(s);
   s->ck_fresh = s->turn_on_ck = 0;
@@ -809,11 +809,14 @@ static int connect(eu_store *s, const unsigned char *img, size_t len, char *err,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     LEAVE();
   }
-  if (rc == SQLITE_OK && img) rc = deserialize(s, img, len);
+  if (rc != SQLITE_OK) why = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+  else if (img && (rc = deserialize(s, img, len)) != SQLITE_OK) {
+    if ((sqlite3_errcode(s->db) & 0xff) == SQLITE_NOMEM) rc = SQLITE_NOMEM;  /* its ATTACH's */
+    why = rc == SQLITE_NOMEM ? sqlite3_errstr(rc) : sqlite3_errmsg(s->db);
+  }
   if (rc != SQLITE_OK) {
     rc = rc == SQLITE_NOMEM ? EU_ENOMEM : EU_ESQL;
-    eu_err(err, errlen, rc, "cannot open %s: %s", where,
-           s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+    eu_err(err, errlen, rc, "cannot open %s: %s", where, why);
     sqlite3_close(s->db);
     s->db = NULL;
     return rc;
