@@ -10,8 +10,10 @@
 #          normally), and a verdict other than the fault-free one names the
 #          fault (out of memory, an I/O error).
 #   serve  eutaxy serve spec/fixtures/faultsim (a ledger writing each transfer
-#          as two rows in one turn) on a copy of a state that already holds
-#          the committed transfer t0: start it with the fault, POST
+#          as two rows in one turn, then a receipt in a new object, whose
+#          database is in memory until its file is written whole) on a copy
+#          of a state that already holds the committed transfer t0 (and its
+#          receipt): start it with the fault, POST
 #          /transfer/t1 with curl, SIGTERM it; then start it again without
 #          faults and read the rows. The faulted server exits 0 (or fails at
 #          start-up naming the fault), with no sanitizer report; t0 is still
