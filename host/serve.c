@@ -757,10 +757,13 @@ static int note_object(eu_store *st, const char *binding, const char *hex, const
     "ON CONFLICT(id) DO UPDATE SET name = coalesce(excluded.name, name) "
     "WHERE name IS NOT excluded.name AND excluded.name IS NOT NULL", &q);
   if (rc != EU_OK) return rc;
-  sqlite3_bind_text(q, 1, binding, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(q, 2, hex, -1, SQLITE_TRANSIENT);
-  if (name) sqlite3_bind_text(q, 3, name, -1, SQLITE_TRANSIENT);
-  else sqlite3_bind_null(q, 3);
+  /* a binding copies its text, which may find no memory */
+  if (sqlite3_bind_text(q, 1, binding, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+      sqlite3_bind_text(q, 2, hex, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+      (name ? sqlite3_bind_text(q, 3, name, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(q, 3)) != SQLITE_OK) {
+    eu_store_reset(st, q);
+    return eu_store_error(st, EU_ENOMEM, "out of memory");
+  }
   rc = eu_store_internal_step(st, q);
   eu_store_reset(st, q);
   return rc < 0 ? rc : EU_OK;
