@@ -128,7 +128,7 @@ typedef struct served_store {
   int dirty;                /* committed to since its last sync began */
   int syncing;              /* syncs of it in flight: it must not be dropped */
   int wal_pages;            /* pages in the WAL after the last commit */
-  int empty_wal;            /* no commit in its WAL yet (serve_then_empty_wal) */
+  int empty_wal;            /* its WAL is new or empty: no commit in it yet (serve_then_empty_wal) */
   int writing;              /* its database, in memory, is being written to its file (take_image) */
   uint64_t commits;         /* commits into it */
   int slot;                 /* where it is in the server's stores */
@@ -354,7 +354,8 @@ static void store_path(server *s, const char *binding, const char *hex, char *ou
  * WAL's header and its directory on this thread, two waits per new object.
  * Nothing is lost by it: no answer leaves before the next round of syncs,
  * which syncs a new file, its WAL and their directory entries with the
- * round's other files (sync_work). Every commit after the setup is under
+ * round's other files (sync_work). So does the first commit into a WAL
+ * that is new or empty (serve_then_empty_wal); every later one is under
  * synchronous=NORMAL. */
 static const char serve_first[] =
   "PRAGMA locking_mode = EXCLUSIVE;"
@@ -371,10 +372,10 @@ static const char serve_first[] =
 
 static const char serve_then[] = SERVE_TABLES "PRAGMA synchronous = NORMAL;" SERVE_CACHE;
 
-/* A file written whole from memory (see "new objects in memory") has an
- * empty WAL until its first commit, which synchronous=NORMAL would sync on
- * the loop, with the WAL's header: it runs under OFF, as a new file's
- * naming row does, and the next round of syncs covers it. */
+/* A WAL that is new or empty (a new file's, or one written whole from
+ * memory: see "new objects in memory") gets its header with its first
+ * commit, which synchronous=NORMAL would sync on the loop: that commit
+ * runs under OFF, and commit_batches sets NORMAL once it is made. */
 static const char serve_then_empty_wal[] = SERVE_TABLES "PRAGMA synchronous = OFF;" SERVE_CACHE;
 
 /* Every commit into an object's WAL: the file needs a sync before the
@@ -470,13 +471,6 @@ static void close_served(served_store *ss) {
   eu_store_close(ss->store);
   free(ss->path);
   free(ss);
-}
-
-static int file_exists(const char *path, const char *suffix) {
-  char p[4300];
-  struct stat st;
-  snprintf(p, sizeof p, "%s%s", path, suffix);
-  return stat(p, &st) == 0;
 }
 
 /* The size of path+suffix in bytes, or -1 when it does not exist. */
@@ -657,7 +651,7 @@ static served_store *new_served(server *s, const char *path, char *err, size_t e
  * runs: the loop calls it, or a thread of the pool (open_work). */
 static int open_file(served_store *ss, char *err, size_t errlen) {
   server *s = ss->srv;
-  int has_db = file_exists(ss->path, "");
+  int has_db = file_size(ss->path, "") >= 0;
   long long wal;
   if (!has_db && s->blank) {
     ss->fresh = 0;
@@ -666,7 +660,7 @@ static int open_file(served_store *ss, char *err, size_t errlen) {
   }
   wal = file_size(ss->path, "-wal");
   ss->fresh = !has_db || wal < 0;
-  ss->empty_wal = !ss->fresh && wal == 0;
+  ss->empty_wal = wal <= 0;
   return eu_store_open_with(&ss->store, ss->path, serve_first,
                             ss->empty_wal ? serve_then_empty_wal : serve_then, err, errlen);
 }
@@ -782,14 +776,11 @@ static eu_store *batched(served_store *ss, char *err, size_t errlen) {
 }
 
 /* Records in ss's file which object it holds. The row naming the object is
- * a commit of its own, before any batch. A new file's is its WAL's first,
- * which synchronous=NORMAL would sync here, with its header (see
- * serve_first): the next round of syncs makes it durable instead. */
+ * a commit of its own, before any batch; a new file's is its WAL's first
+ * (serve_then_empty_wal). */
 static int name_file(served_store *ss, const char *binding, const char *name, char *err,
                      size_t errlen) {
-  if ((ss->fresh && eu_store_exec_internal(ss->store, "PRAGMA synchronous = OFF") != EU_OK) ||
-      note_object(ss->store, binding, ss->hex, name) != EU_OK ||
-      (ss->fresh && eu_store_exec_internal(ss->store, "PRAGMA synchronous = NORMAL") != EU_OK))
+  if (note_object(ss->store, binding, ss->hex, name) != EU_OK)
     return eu_err(err, errlen, EU_ESQL, "cannot record the object in %s: %s", ss->path,
                   eu_store_errmsg(ss->store));
   return EU_OK;

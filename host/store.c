@@ -947,6 +947,13 @@ static int apply_settings(eu_store *s) {
   return eu_store_exec_internal(s, sql);
 }
 
+/* Refuses (EU_EINVAL) what needs the committed database while a transaction is open. */
+static int refuse_in_transaction(eu_store *s) {
+  if (s->baseline || s->txn_open || !sqlite3_get_autocommit(s->db))
+    return fail(s, EU_EINVAL, "a transaction is open");
+  return EU_OK;
+}
+
 /* Closes the connection, or hands it to *handed for the caller to close. */
 static int park(eu_store *s, sqlite3 **handed) {
   sqlite3_stmt *st = NULL;
@@ -956,8 +963,7 @@ static int park(eu_store *s, sqlite3 **handed) {
   if (s->in_memory) return fail(s, EU_EINVAL, "the store's database is in memory until its file is written");
   if (s->sticky)
     return fail(s, EU_EINVAL, "the store holds temporary tables, views or triggers, which live in its connection");
-  if (s->baseline || s->txn_open || !sqlite3_get_autocommit(s->db))
-    return fail(s, EU_EINVAL, "a transaction is open");
+  if ((rc = refuse_in_transaction(s)) < 0) return rc;
   while ((st = sqlite3_next_stmt(s->db, st)) != NULL)
     if (sqlite3_stmt_busy(st)) return fail(s, EU_EINVAL, "a statement is running");
   if (s->set_settings && (rc = read_settings(s)) < 0) return rc;
@@ -987,8 +993,7 @@ int eu_store_image(eu_store *s, const unsigned char **p, size_t *len) {
   *p = NULL;
   *len = 0;
   if (!s->in_memory) return fail(s, EU_EINVAL, "the store's database is in its file");
-  if (s->baseline || s->txn_open || !sqlite3_get_autocommit(s->db))
-    return fail(s, EU_EINVAL, "a transaction is open");
+  if (refuse_in_transaction(s) < 0) return EU_EINVAL;
   s->internal = 1;  /* serialize asks SQLite for the page count with a PRAGMA */
   *p = sqlite3_serialize(s->db, "main", &sz, SQLITE_SERIALIZE_NOCOPY);
   s->internal = saved;
