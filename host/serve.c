@@ -124,12 +124,16 @@ typedef struct served_store {
   eu_store *store;
   eu_object *obj;           /* NULL until the world asks for the store */
   server *srv;
-  int fresh;                /* the file or its WAL is new: both and their directory entries need a sync */
+  /* The file or its WAL is new: both and their directory entries need a
+   * sync. The round that syncs them clears it when it starts: a later
+   * round, which ends after it, needs only the WAL's. */
+  int fresh;
   int dirty;                /* committed to since its last sync began */
   int syncing;              /* syncs of it in flight: it must not be dropped */
   int wal_pages;            /* pages in the WAL after the last commit */
   int empty_wal;            /* its WAL is new or empty: no commit in it yet (serve_then_empty_wal) */
   int writing;              /* its database, in memory, is being written to its file (take_image) */
+  int no_wal;               /* written from memory and parked: its opening makes its WAL */
   uint64_t commits;         /* commits into it */
   int slot;                 /* where it is in the server's stores */
   int open;                 /* its connection is open (not parked): it is in the server's open list */
@@ -144,6 +148,7 @@ typedef struct sync_job {
   served_store *ss;         /* the one file; NULL for a syncfs */
   int round;                /* index in the server's ring of rounds */
   int fresh;                /* the file is new: sync the database file too */
+  int image;                /* the file is written from memory in the round: it has no WAL */
   int dir;                  /* sync only the state directory (the entries of the round's new files) */
   int dirfd;
   int err;                  /* errno of a failed sync, or 0 */
@@ -464,6 +469,10 @@ static void make_room(server *s) {
 static void on_wake(void *ud, eu_store *st) {
   served_store *ss = ud;
   (void)st;
+  if (ss->no_wal) {  /* the WAL it makes now, and its name, are synced with its first commit */
+    ss->no_wal = 0;
+    ss->fresh = 1;
+  }
   make_room(ss->srv);
   link_open(ss->srv, ss);
 }
@@ -530,9 +539,11 @@ static void remove_spares(server *s) {
  * syncs. So an object whose file does not exist gets its database in
  * memory instead, made from the blank one (eu_store_open_image), and its
  * file only when a round of syncs is to cover its commits: on the pool,
- * its empty WAL is made, and the database is written whole under a name of
- * its own (the file's, with .new) and renamed into place; the round then
- * syncs both and their names with its other files. A crash before the
+ * the database is written whole under a name of its own (the file's, with
+ * .new) and renamed into place; the round then syncs it and its name with
+ * its other files. It has no WAL until it is opened again, and that
+ * opening makes one, as it does any missing WAL (open_file): the round
+ * after its first commit syncs both and their names. A crash before the
  * round ends may leave the file or not, as for any new file; no answer
  * that depends on it has left. A .new file a crash left is removed at the
  * next start.
@@ -561,26 +572,20 @@ static int take_image(server *s, served_store *ss, image *im) {
   im->ss = ss;
   im->commits = ss->commits;
   ss->writing = 1;
-  ss->fresh = 1;  /* the round that covers it syncs the file, its WAL and their names */
+  ss->fresh = 1;  /* the round that covers it syncs the file and its name */
   return 0;
 }
 
-/* Makes path's WAL, empty, if it has none, and writes im beside path
- * and renames it to path: on the pool or the loop, touching nothing of the
- * server's. */
+/* Writes im beside path and renames it to path: on the pool or the loop,
+ * touching nothing of the server's. */
 static void put_image(image *im, const char *path) {
   sqlite3_vfs *vfs = sqlite3_vfs_find(NULL);
   sqlite3_file *f;
-  char db[4300], wal[4300];
+  char db[4300];
   size_t at, piece;
-  int rc = SQLITE_NOMEM, fd;
+  sqlite3_int64 size;
+  int rc = SQLITE_NOMEM;
   snprintf(db, sizeof db, "%s.new", path);
-  snprintf(wal, sizeof wal, "%s-wal", path);
-  if ((fd = open(wal, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0) {
-    im->err = errno;
-    return;
-  }
-  close(fd);
   if (vfs && (f = calloc(1, (size_t)vfs->szOsFile)) != NULL) {
     rc = vfs->xOpen(vfs, db, f, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_MAIN_DB, NULL);
     /* in pieces: the unix VFS writes at most 128 KB at a time, as no page is larger */
@@ -588,7 +593,11 @@ static void put_image(image *im, const char *path) {
       piece = im->len - at < 65536 ? im->len - at : 65536;
       rc = f->pMethods->xWrite(f, im->data + at, (int)piece, (sqlite3_int64)at);
     }
-    if (rc == SQLITE_OK) rc = f->pMethods->xTruncate(f, (sqlite3_int64)im->len);
+    /* a .new a failed write left may be longer: a truncation of a file
+     * just made is a journal transaction of the filesystem's for nothing */
+    if (rc == SQLITE_OK && (rc = f->pMethods->xFileSize(f, &size)) == SQLITE_OK &&
+        size > (sqlite3_int64)im->len)
+      rc = f->pMethods->xTruncate(f, (sqlite3_int64)im->len);
     if (f->pMethods) f->pMethods->xClose(f);
     free(f);
   }
@@ -618,6 +627,7 @@ static void image_put(server *s, image *im) {
   unlink_open(s, ss);
   ss->wal_pages = 0;
   ss->empty_wal = 1;  /* it reopens with serve_then_empty_wal, as it was opened */
+  ss->no_wal = 1;
 }
 
 /* Writes ss's database, in memory, on the loop: where no round of syncs
@@ -1081,6 +1091,8 @@ static void sync_work(uv_work_t *req) {
     if (fsync(j->dirfd) != 0) j->err = errno;
   } else if (!ss) {
     if (syncfs(j->dirfd) != 0) j->err = errno;
+  } else if (j->image) {
+    j->err = sync_path(ss->path, "", 0);
   } else if ((j->err = sync_path(ss->path, "-wal", 1)) == 0 && j->fresh) {
     j->err = sync_path(ss->path, "", 0);  /* a new file: its first pages */
   }
@@ -1118,7 +1130,6 @@ static void retire_rounds(server *s) {
 static void synced(server *s, served_store *ss, int err) {
   ss->syncing--;
   if (err) fail_server(s, "cannot sync %s: %s", ss->path, err);
-  else if (!ss->syncing) ss->fresh = 0;
 }
 
 static void on_synced(uv_work_t *req, int status) {
@@ -1331,6 +1342,7 @@ static void start_sync(server *s) {
     } else {
       for (i = 0; i < ndirty; i++) {
         s->dirty[i]->dirty = 0;
+        s->dirty[i]->fresh = 0;
         s->dirty[i]->syncing++;
         j->many[j->n++] = s->dirty[i];
       }
@@ -1349,7 +1361,9 @@ static void start_sync(server *s) {
       } else {
         j->ss = ss;
         j->fresh = ss->fresh;
+        j->image = ss->writing;  /* taken by take_images above */
         nfresh += ss->fresh;
+        ss->fresh = 0;
         if (queue_sync(s, j, r, ij) == 0) ss->syncing++;
       }
     }
