@@ -72,6 +72,31 @@ describe("eutaxy serve --max-awake", function()
     h.stop(server)
   end)
 
+  it("evicts a packed object as an awake one: its memory goes, its storage stays", function()
+    -- Two heaps awake, five objects resident: the sixth object evicts the
+    -- oldest, m-1, packed since m-3 took its berth.
+    local server = h.start(state, "--max-awake 2 --max-resident 5", config)
+    local function remember(k, v)
+      local status, body = h.request(server, "POST", ("/remember/%d?v=%s"):format(k, v))
+      assert.equal(200, status, body)
+      return json_field(body, "seen"), json_field(body, "n")
+    end
+    for k = 1, 6 do remember(k, "a") end
+    local seen, n = remember(4, "b")  -- packed, not evicted
+    assert.equal("a,b", seen)
+    assert.equal("2", n)
+    seen, n = remember(1, "b")
+    assert.equal("b", seen)
+    assert.equal("2", n)
+    seen, n = remember(2, "b")  -- evicted, packed, when m-1 came back
+    assert.equal("b", seen)
+    assert.equal("2", n)
+    seen, n = remember(5, "b")
+    assert.equal("a,b", seen)
+    assert.equal("2", n)
+    h.stop(server)
+  end)
+
   it("gives each object the module's variables as a load of its own would", function()
     -- a module that does nothing an object could tell loads once for all
     local server = h.start(state, "--max-awake 2", config)
