@@ -887,7 +887,15 @@ typedef struct open_batch {
 
 static void open_one(open_job *j) {
   served_store *ss = j->ss;
+  eu_store_limits l;
   if ((j->rc = open_file(ss, j->err, sizeof j->err)) != EU_OK) return;
+  /* What the loop would do first, done here: the quota (the world's
+   * link_limits then finds it set) and the statements of its turns. Either
+   * that fails is done again on the loop, which reports it. */
+  memset(&l, 0, sizeof l);
+  l.max_bytes = j->srv->o.max_object_bytes;
+  (void)eu_store_set_limits(ss->store, &l);
+  (void)eu_store_prepare_turns(ss->store);
   eu_store_wal_hook(ss->store, count_pages, j);
   if (eu_store_in_memory(ss->store)) sqlite3_commit_hook(eu_store_db(ss->store), count_commit, j);
   if ((j->rc = name_file(ss, j->binding, j->name, j->err, sizeof j->err)) != EU_OK) {

@@ -1429,6 +1429,24 @@ static int commit_all(eu_store *s) {
   return rc;
 }
 
+int eu_store_prepare_turns(eu_store *s) {
+  static const int which[] = { IS_BEGIN, IS_COMMIT, IS_ROLLBACK, IS_TURN_BEGIN, IS_TURN_RELEASE,
+                               IS_TURN_ROLLBACK };
+  size_t i;
+  int rc, saved = s->internal;
+  if ((rc = wake(s)) < 0) return rc;
+  for (i = 0; i < sizeof which / sizeof which[0]; i++) {
+    if (s->is[which[i]]) continue;
+    ENTER(s);
+    s->internal = 1;
+    rc = sqlite3_prepare_v3(s->db, eu_isql[which[i]], -1, SQLITE_PREPARE_PERSISTENT, &s->is[which[i]], NULL);
+    s->internal = saved;
+    LEAVE();
+    if (rc != SQLITE_OK) return fail_sql(s, rc);
+  }
+  return EU_OK;
+}
+
 int eu_store_baseline_begin(eu_store *s) {
   int rc;
   if (s->baseline) return EU_OK;

@@ -186,6 +186,10 @@ int eu_store_rollback(eu_store *s);
  * connection and its prepared statements. lost says SQLite ended the outer
  * transaction by itself (the store must then be opened afresh). */
 int eu_store_baseline_begin(eu_store *s);
+/* Prepares the host's statements of a baseline and its turns ahead, so
+ * that a store opened on one thread does not parse them in its first
+ * turns on another. */
+int eu_store_prepare_turns(eu_store *s);
 /* Checkpoints inside a run's transaction, for a checker that returns to a
  * state instead of running up to it again: eu_store_checkpoint marks the
  * database as it is (no turn may be open); eu_store_checkpoint_back(n)

@@ -705,6 +705,35 @@ static void test_batching_begins_the_batch_at_the_first_touch(void) {
   eu_store_close(s);
 }
 
+static int count_statements(eu_store *s) {
+  sqlite3_stmt *st = NULL;
+  int n = 0;
+  while ((st = sqlite3_next_stmt(eu_store_db(s), st)) != NULL) n++;
+  return n;
+}
+
+/* What a batch and its turns run is prepared ahead: none of it is parsed
+ * later, on the thread that runs the turns. */
+static void test_prepare_turns_leaves_a_batch_nothing_to_prepare(void) {
+  eu_store *s = open_parkable("h.db");
+  int n;
+  eu_store_batching(s, 1);
+  ASSERT_OK(eu_store_prepare_turns(s));
+  n = count_statements(s);
+  ASSERT_OK(eu_store_touch(s));     /* the batch and a turn begin */
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_touch(s));
+  ASSERT_OK(eu_store_rollback(s));  /* a turn rolled back */
+  ASSERT_OK(eu_store_baseline_commit(s));
+  ASSERT_OK(eu_store_touch(s));     /* a second batch */
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_baseline_commit(s));
+  ASSERT_EQ(count_statements(s), n);
+  ASSERT_OK(eu_store_prepare_turns(s));  /* again: nothing to do */
+  ASSERT_EQ(count_statements(s), n);
+  eu_store_close(s);
+}
+
 static void test_a_failed_reopen_fails_the_call_and_the_store_goes_on(void) {
   eu_store *s = open_parkable("e.db");
   char path[96];
@@ -812,7 +841,7 @@ static void test_an_image_stays_in_memory_until_its_file_is_written(void) {
 }
 
 static void test_park_cleanup(void) {
-  const char *names[] = { "a.db", "b.db", "c.db", "d.db", "e.db", "f.db", "g.db" };
+  const char *names[] = { "a.db", "b.db", "c.db", "d.db", "e.db", "f.db", "g.db", "h.db" };
   const char *tails[] = { "", "-wal", "-journal" };
   char path[128];
   size_t i, j;
@@ -1362,6 +1391,7 @@ static const test tests[] = {
   T(test_park_closes_the_connection_and_the_next_use_reopens_it),
   T(test_park_is_refused_while_a_reopen_would_lose_something),
   T(test_batching_begins_the_batch_at_the_first_touch),
+  T(test_prepare_turns_leaves_a_batch_nothing_to_prepare),
   T(test_a_failed_reopen_fails_the_call_and_the_store_goes_on),
   T(test_an_image_stays_in_memory_until_its_file_is_written),
   T(test_park_cleanup),
