@@ -890,8 +890,8 @@ static void open_one(open_job *j) {
   eu_store_limits l;
   if ((j->rc = open_file(ss, j->err, sizeof j->err)) != EU_OK) return;
   /* What the loop would do first, done here: the quota (the world's
-   * link_limits then finds it set) and the statements of its turns. Either
-   * that fails is done again on the loop, which reports it. */
+   * link_limits then finds it set) and the statements of its turns. What
+   * fails here is tried again on the loop, which reports it. */
   memset(&l, 0, sizeof l);
   l.max_bytes = j->srv->o.max_object_bytes;
   (void)eu_store_set_limits(ss->store, &l);

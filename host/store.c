@@ -642,6 +642,19 @@ static int authorize(void *ud, int action, const char *a, const char *b,
 
 /* The host's statements */
 
+/* Compiles host statement which, once per connection. */
+static int is_compile(eu_store *s, int which) {
+  int rc, saved = s->internal;
+  if (s->is[which]) return EU_OK;
+  ENTER(s);
+  s->internal = 1;
+  s->denied = 0;
+  rc = sqlite3_prepare_v3(s->db, eu_isql[which], -1, SQLITE_PREPARE_PERSISTENT, &s->is[which], NULL);
+  s->internal = saved;
+  LEAVE();
+  return rc == SQLITE_OK ? EU_OK : fail_sql(s, rc);
+}
+
 static int is_prepare(eu_store *s, int which, sqlite3_stmt **out) {
   sqlite3_stmt *st;
   int rc;
@@ -649,22 +662,13 @@ static int is_prepare(eu_store *s, int which, sqlite3_stmt **out) {
   if (which == IS_ROLLBACK || which == IS_ROLLBACK_TO || which == IS_TURN_ROLLBACK || which == IS_CK_ROLLBACK)
     forget_alarm(s);
   if ((rc = wake(s)) < 0) return rc;
-  st = s->is[which];
-  if (!st) {
-    int saved = s->internal;
-    ENTER(s);
-    s->internal = 1;
-    s->denied = 0;
-    rc = sqlite3_prepare_v3(s->db, eu_isql[which], -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
-    s->internal = saved;
-    LEAVE();
-    if (rc != SQLITE_OK) return fail_sql(s, rc);
-    s->is[which] = st;
-  } else {
+  if ((st = s->is[which]) != NULL) {
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
+  } else if ((rc = is_compile(s, which)) < 0) {
+    return rc;
   }
-  *out = st;
+  *out = s->is[which];
   return EU_OK;
 }
 
@@ -1433,17 +1437,10 @@ int eu_store_prepare_turns(eu_store *s) {
   static const int which[] = { IS_BEGIN, IS_COMMIT, IS_ROLLBACK, IS_TURN_BEGIN, IS_TURN_RELEASE,
                                IS_TURN_ROLLBACK };
   size_t i;
-  int rc, saved = s->internal;
+  int rc;
   if ((rc = wake(s)) < 0) return rc;
-  for (i = 0; i < sizeof which / sizeof which[0]; i++) {
-    if (s->is[which[i]]) continue;
-    ENTER(s);
-    s->internal = 1;
-    rc = sqlite3_prepare_v3(s->db, eu_isql[which[i]], -1, SQLITE_PREPARE_PERSISTENT, &s->is[which[i]], NULL);
-    s->internal = saved;
-    LEAVE();
-    if (rc != SQLITE_OK) return fail_sql(s, rc);
-  }
+  for (i = 0; i < sizeof which / sizeof which[0]; i++)
+    if ((rc = is_compile(s, which[i])) < 0) return rc;
   return EU_OK;
 }
 
