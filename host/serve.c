@@ -639,7 +639,7 @@ static int write_now(server *s, served_store *ss) {
   if (rc != 0) return rc;
   put_image(&im, ss->path);
   image_put(s, &im);
-  sqlite3_close(im.closing);
+  eu_store_close_handed(im.closing);
   return im.err ? -1 : 0;
 }
 
@@ -1185,7 +1185,7 @@ static void image_work(uv_work_t *req) {
 static void close_work(uv_work_t *req) {
   image_job *ij = req->data;
   int i;
-  for (i = 0; i < ij->n; i++) sqlite3_close(ij->images[i].closing);
+  for (i = 0; i < ij->n; i++) eu_store_close_handed(ij->images[i].closing);
 }
 
 static void close_done(uv_work_t *req, int status) {

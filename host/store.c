@@ -721,6 +721,24 @@ static void reset_busy(eu_store *s) {
     if (sqlite3_stmt_busy(st)) sqlite3_reset(st);
 }
 
+/* The statements finalize_all would finalize. */
+static int own_statements(const eu_store *s) {
+  int i, n = s->ncache + s->next;
+  for (i = 0; i < IS_COUNT; i++) n += s->is[i] != NULL;
+  return n;
+}
+
+/* Lets go of the store's statements without finalizing them: they go with
+ * the connection (eu_store_close_handed). */
+static void forget_all(eu_store *s) {
+  int i;
+  for (i = 0; i < s->ncache; i++) free(s->cache[i].sql);
+  s->ncache = 0;
+  for (i = 0; i < s->next; i++) free(s->ext[i].sql);
+  s->next = 0;
+  for (i = 0; i < IS_COUNT; i++) s->is[i] = NULL;
+}
+
 static void finalize_all(eu_store *s) {
   int i;
   for (i = 0; i < s->ncache; i++) {
@@ -971,12 +989,20 @@ static int park(eu_store *s, sqlite3 **handed) {
   while ((st = sqlite3_next_stmt(s->db, st)) != NULL)
     if (sqlite3_stmt_busy(st)) return fail(s, EU_EINVAL, "a statement is running");
   if (s->set_settings && (rc = read_settings(s)) < 0) return rc;
-  finalize_all(s);
+  if (handed) {
+    /* a statement someone else prepared: the connection stays open */
+    int n = 0;
+    while ((st = sqlite3_next_stmt(s->db, st)) != NULL) n++;
+    if (n != own_statements(s)) return fail(s, EU_EINVAL, "a statement of the store is still prepared");
+    /* finalized where the connection is closed, which may be another thread */
+    forget_all(s);
+  } else {
+    finalize_all(s);
+  }
   /* The WAL stays as it is for the next opening: a checkpoint here would
    * write and sync the database on the caller's thread. */
   sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
-  /* a statement someone else prepared: the connection stays open */
-  if (handed ? sqlite3_next_stmt(s->db, NULL) != NULL : sqlite3_close(s->db) != SQLITE_OK)
+  if (!handed && sqlite3_close(s->db) != SQLITE_OK)
     return fail(s, EU_EINVAL, "a statement of the store is still prepared");
   if (handed) *handed = s->db;
   s->db = NULL;
@@ -1013,6 +1039,13 @@ int eu_store_set_then(eu_store *s, const char *then) {
   free(s->then);
   s->then = c;
   return EU_OK;
+}
+
+void eu_store_close_handed(sqlite3 *db) {
+  sqlite3_stmt *st;
+  if (!db) return;
+  while ((st = sqlite3_next_stmt(db, NULL)) != NULL) sqlite3_finalize(st);
+  sqlite3_close(db);
 }
 
 int eu_store_image_written(eu_store *s, sqlite3 **closing) {

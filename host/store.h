@@ -51,10 +51,15 @@ int eu_store_image(eu_store *s, const unsigned char **p, size_t *len);
 /* The image eu_store_image gave is now the store's file: the store lets
  * go of the in-memory database, and its next use opens the file, running
  * first and then as a parked store's reopening does. The connection that
- * held the database is *closing's, to sqlite3_close on any thread (no
- * statement of it is left). Refused where eu_store_park is (temporary
- * tables, views or triggers), the store staying in memory. */
+ * held the database is *closing's, to close with eu_store_close_handed on
+ * any thread: the store's statements are left in it, to be finalized
+ * there rather than on the store's. Refused where eu_store_park is
+ * (temporary tables, views or triggers, or a statement the store did not
+ * prepare), the store staying in memory. */
 int eu_store_image_written(eu_store *s, sqlite3 **closing);
+/* Finalizes the statements left in a connection eu_store_image_written
+ * handed over and closes it; NULL is nothing to close. */
+void eu_store_close_handed(sqlite3 *db);
 /* Replaces eu_store_open_with's then for the store's next reopenings. */
 int eu_store_set_then(eu_store *s, const char *then);
 /* The connection; NULL while the store is parked. */

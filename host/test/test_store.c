@@ -780,6 +780,7 @@ static void test_an_image_stays_in_memory_until_its_file_is_written(void) {
   const unsigned char *img;
   size_t blank_len, len;
   sqlite3 *closing = (sqlite3 *)1;
+  sqlite3_stmt *foreign;
   char path[96];
   FILE *f;
   s = open_image("f.db", &blank, &blank_len);
@@ -807,7 +808,8 @@ static void test_an_image_stays_in_memory_until_its_file_is_written(void) {
   free(copy);
   ASSERT_OK(eu_store_image_written(s, &closing));
   ASSERT(closing != NULL);
-  ASSERT_EQ(sqlite3_close(closing), SQLITE_OK);         /* no statement of it was left */
+  ASSERT(sqlite3_next_stmt(closing, NULL) != NULL);      /* the store's statements, finalized by: */
+  eu_store_close_handed(closing);
   ASSERT(eu_store_parked(s));
   ASSERT(!eu_store_in_memory(s));
   ASSERT_EQ(eu_store_image(s, &img, &len), EU_EINVAL);
@@ -836,6 +838,23 @@ static void test_an_image_stays_in_memory_until_its_file_is_written(void) {
   ASSERT(eu_store_in_memory(s));
   ASSERT_EQ(scalar(s, "SELECT count(*) FROM scratch"), 0);
   end_turn(s);
+  eu_store_close(s);
+  free(blank);
+
+  /* nor one whose connection holds a statement the store did not prepare */
+  s = open_image("g.db", &blank, &blank_len);
+  ASSERT_EQ(sql_run(s, "CREATE TABLE t(x)"), 0);
+  end_turn(s);
+  ASSERT_EQ(sqlite3_prepare_v2(eu_store_db(s), "SELECT 1", -1, &foreign, NULL), SQLITE_OK);
+  ASSERT_OK(eu_store_image(s, &img, &len));
+  ASSERT_EQ(eu_store_image_written(s, &closing), EU_EINVAL);
+  ASSERT_CONTAINS(eu_store_errmsg(s), "still prepared");
+  ASSERT(closing == NULL);
+  ASSERT(eu_store_in_memory(s));
+  sqlite3_finalize(foreign);
+  ASSERT_OK(eu_store_image(s, &img, &len));
+  ASSERT_OK(eu_store_image_written(s, &closing));
+  eu_store_close_handed(closing);
   eu_store_close(s);
   free(blank);
 }
