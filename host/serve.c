@@ -2628,6 +2628,8 @@ static void fill_defaults(server *s) {
   long fds = 1024, hot;
   if (s->o.max_resident <= 0) s->o.max_resident = EU_SERVE_MAX_RESIDENT;
   if (s->o.max_awake == 0) s->o.max_awake = EU_SERVE_MAX_AWAKE;
+  /* the world's default, which an opening on the pool sets (open_one) */
+  if (s->o.max_object_bytes <= 0) s->o.max_object_bytes = EU_DEFAULT_MAX_OBJECT_BYTES;
   if (s->o.evict_after_ms < 0) s->o.evict_after_ms = 0;
   else if (s->o.evict_after_ms == 0) s->o.evict_after_ms = EU_SERVE_EVICT_AFTER_MS;
   if (s->o.header_timeout_ms <= 0) s->o.header_timeout_ms = EU_SERVE_HEADER_TIMEOUT_MS;
