@@ -106,12 +106,7 @@ static const char *const eu_isql[IS_COUNT] = {
   "PRAGMA page_size",
 };
 
-/* What a connection sets, apart from the tables, which a database made by
- * a store already has. */
-#define EU_CONNECTION_SQL "PRAGMA foreign_keys = ON;"
-
 static const char eu_schema[] =
-  EU_CONNECTION_SQL
   "CREATE TABLE IF NOT EXISTS _eutaxy_kv("
   "  key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;"
   "CREATE TABLE IF NOT EXISTS _eutaxy_alarm("
@@ -793,7 +788,8 @@ int eu_store_open(eu_store **out, const char *path, char *err, size_t errlen) {
   return eu_store_open_with(out, path, NULL, NULL, err, errlen);
 }
 
-static int apply_quota(eu_store *s);
+static int apply_quota(eu_store *s, int page);
+static int image_page_size(const unsigned char *img, size_t len);
 static int apply_settings(eu_store *s);
 
 /* Makes main the database img (a whole one, as sqlite3_serialize gives),
@@ -848,16 +844,18 @@ static int connect(eu_store *s, const unsigned char *img, size_t len, char *err,
   /* Defensive mode keeps user SQL from corrupting the file on purpose
    * (writable_schema and the like). */
   sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
+  /* as PRAGMA foreign_keys = ON does, without a statement to compile */
+  sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_FKEY, 1, (int *)NULL);
   sqlite3_set_authorizer(s->db, authorize, s);
   sqlite3_progress_handler(s->db, EU_STORE_STEP_CHECK, on_progress, s);
   if (img) {  /* made by a store, with first and then: its tables are there */
-    rc = eu_store_exec_internal(s, EU_CONNECTION_SQL);
+    rc = EU_OK;
   } else {
     rc = s->first ? eu_store_exec_internal(s, s->first) : EU_OK;
     if (rc >= 0) rc = eu_store_exec_internal(s, eu_schema);
     if (rc >= 0 && s->then) rc = eu_store_exec_internal(s, s->then);
   }
-  if (rc >= 0 && s->lim.max_bytes > 0) rc = apply_quota(s);
+  if (rc >= 0 && s->lim.max_bytes > 0) rc = apply_quota(s, img ? image_page_size(img, len) : 0);
   if (rc >= 0 && s->set_settings) rc = apply_settings(s);
   if (rc < 0) {
     eu_err(err, errlen, rc, "cannot set up %s: %s", where, s->errmsg);
@@ -1152,22 +1150,33 @@ static int full(eu_store *s) {
   return eu_store_error(s, EU_EFULL, "the disk is full (SQLITE_FULL)");
 }
 
+/* The page size an image's header gives (bytes 16 and 17; 1 is 65536), or
+ * 0 where it gives none. */
+static int image_page_size(const unsigned char *img, size_t len) {
+  int page;
+  if (len < 100) return 0;
+  page = img[16] << 8 | img[17];
+  return page == 1 ? 65536 : page >= 512 && (page & (page - 1)) == 0 ? page : 0;
+}
+
 /* Applies max_bytes as a page count; a restore or reopen of main sets it
- * back to SQLite's default, so this runs after those too. */
-static int apply_quota(eu_store *s) {
+ * back to SQLite's default, so this runs after those too. page is the
+ * database's page size, or 0 to ask SQLite. */
+static int apply_quota(eu_store *s, int page) {
   char sql[96];
   int64_t pages = 0x7fffffff;  /* no quota: SQLite's largest */
   if (s->lim.max_bytes > 0) {
-    int page = 4096;
-    sqlite3_stmt *st = NULL;
-    int rc, saved = s->internal;
-    ENTER(s);
-    s->internal = 1;
-    rc = sqlite3_prepare_v2(s->db, "PRAGMA page_size", -1, &st, NULL);
-    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) page = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    s->internal = saved;
-    LEAVE();
+    if (page <= 0) {
+      sqlite3_stmt *st = NULL;
+      int rc, saved = s->internal;
+      ENTER(s);
+      s->internal = 1;
+      rc = sqlite3_prepare_v2(s->db, "PRAGMA page_size", -1, &st, NULL);
+      if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) page = sqlite3_column_int(st, 0);
+      sqlite3_finalize(st);
+      s->internal = saved;
+      LEAVE();
+    }
     if (page <= 0) page = 4096;
     pages = s->lim.max_bytes / page;
     if (pages < 1) pages = 1;
@@ -1185,7 +1194,7 @@ int eu_store_set_limits(eu_store *s, const eu_store_limits *l) {
   s->mem->limit = l->mem_limit;
   s->mem->also = l->mem_also;
   if (l->max_bytes == before || s->parked) return EU_OK;  /* a parked store's comes with its reopening */
-  if ((rc = apply_quota(s)) < 0) s->lim.max_bytes = before;  /* tried again at the next call */
+  if ((rc = apply_quota(s, 0)) < 0) s->lim.max_bytes = before;  /* tried again at the next call */
   return rc;
 }
 
@@ -2071,8 +2080,9 @@ int eu_store_restore(eu_store *s, const unsigned char *data, size_t len) {
   free(s->path);
   s->path = NULL;
   s->in_memory = 0;
+  sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_FKEY, 1, (int *)NULL);  /* as a new connection has */
   /* Reads the new schema, so an image that is not a database fails here. */
   rc = eu_store_exec_internal(s, eu_schema);
-  if (rc == EU_OK && s->lim.max_bytes > 0) rc = apply_quota(s);
+  if (rc == EU_OK && s->lim.max_bytes > 0) rc = apply_quota(s, 0);
   return rc == EU_ESQL ? EU_ECORRUPT : rc;
 }
