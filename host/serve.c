@@ -134,6 +134,7 @@ typedef struct served_store {
   int empty_wal;            /* its WAL is new or empty: no commit in it yet (serve_then_empty_wal) */
   int writing;              /* its database, in memory, is being written to its file (take_image) */
   int no_wal;               /* written from memory and parked: its opening makes its WAL */
+  int blank;                /* opened from the blank database, and no row names its object yet */
   uint64_t commits;         /* commits into it */
   int slot;                 /* where it is in the server's stores */
   int open;                 /* its connection is open (not parked): it is in the server's open list */
@@ -667,6 +668,7 @@ static int open_file(served_store *ss, char *err, size_t errlen) {
   long long wal;
   if (!has_db && s->blank) {
     ss->fresh = 0;
+    ss->blank = 1;
     return eu_store_open_image(&ss->store, ss->path, (const unsigned char *)s->blank, s->blank_len,
                                serve_first, serve_then_empty_wal, err, errlen);
   }
@@ -755,13 +757,16 @@ static void drop_served(server *s, int i, int evicted) {
   close_served(ss);
 }
 
-/* Records which object the file holds (binding, id and, once known, its name). */
-static int note_object(eu_store *st, const char *binding, const char *hex, const char *name) {
+/* Records which object the file holds (binding, id and, once known, its
+ * name). A blank database has no row yet: a plain insert, which costs two
+ * fifths of the upsert to compile, makes it. */
+static int note_object(eu_store *st, int blank, const char *binding, const char *hex, const char *name) {
   sqlite3_stmt *q;
-  int rc = eu_store_internal_prepare(st,
-    "INSERT INTO _eutaxy_serve_object(id, binding, hex, name) VALUES (1, ?1, ?2, ?3) "
-    "ON CONFLICT(id) DO UPDATE SET name = coalesce(excluded.name, name) "
-    "WHERE name IS NOT excluded.name AND excluded.name IS NOT NULL", &q);
+  int rc = eu_store_internal_prepare(st, blank
+    ? "INSERT INTO _eutaxy_serve_object(id, binding, hex, name) VALUES (1, ?1, ?2, ?3)"
+    : "INSERT INTO _eutaxy_serve_object(id, binding, hex, name) VALUES (1, ?1, ?2, ?3) "
+      "ON CONFLICT(id) DO UPDATE SET name = coalesce(excluded.name, name) "
+      "WHERE name IS NOT excluded.name AND excluded.name IS NOT NULL", &q);
   if (rc != EU_OK) return rc;
   /* a binding copies its text, which may find no memory */
   if (sqlite3_bind_text(q, 1, binding, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
@@ -792,9 +797,10 @@ static eu_store *batched(served_store *ss, char *err, size_t errlen) {
  * (serve_then_empty_wal). */
 static int name_file(served_store *ss, const char *binding, const char *name, char *err,
                      size_t errlen) {
-  if (note_object(ss->store, binding, ss->hex, name) != EU_OK)
+  if (note_object(ss->store, ss->blank, binding, ss->hex, name) != EU_OK)
     return eu_err(err, errlen, EU_ESQL, "cannot record the object in %s: %s", ss->path,
                   eu_store_errmsg(ss->store));
+  ss->blank = 0;
   return EU_OK;
 }
 
