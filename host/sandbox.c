@@ -526,17 +526,23 @@ static int s_load(lua_State *L) {
   return lua_gettop(L);
 }
 
+/* The base library's setmetatable, and its checks, with one more: no
+ * __gc. */
 static int s_setmetatable(lua_State *L) {
-  if (lua_type(L, 2) == LUA_TTABLE) {
+  int t = lua_type(L, 2);
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_argexpected(L, t == LUA_TNIL || t == LUA_TTABLE, 2, "nil or table");
+  if (t == LUA_TTABLE) {
     lua_pushliteral(L, "__gc");
     if (lua_rawget(L, 2) != LUA_TNIL)
       return luaL_error(L, "setmetatable: __gc is not available inside an isolate (a finalizer runs "
                            "where the CPU limit cannot stop it)");
     lua_pop(L, 1);
   }
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, lua_gettop(L) - 1, 1);
+  if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL)
+    return luaL_error(L, "cannot change a protected metatable");
+  lua_settop(L, 2);
+  lua_setmetatable(L, 1);
   return 1;
 }
 
@@ -775,7 +781,7 @@ void eu_sandbox_open(lua_State *L, const eu_sandbox_opts *o) {
   lua_pushcfunction(L, s_xpcall);
   lua_setglobal(L, "xpcall");
   wrap_global(L, "load", s_load);
-  wrap_global(L, "setmetatable", s_setmetatable);
+  lua_register(L, "setmetatable", s_setmetatable);
   lua_getglobal(L, "collectgarbage");
   lua_pushinteger(L, C_GC);
   lua_pushcclosure(L, charged, 2);

@@ -497,7 +497,7 @@ local function from_wire(t)
     fail("http.from_wire: expected a table, got " .. type(t))
   end
   local headers = t.headers
-  if headers ~= nil and (type(headers) ~= "table" or next(headers) ~= nil and headers[1] == nil) then
+  if headers ~= nil and (type(headers) ~= "table" or headers[1] == nil and next(headers) ~= nil) then
     fail("http.from_wire: headers must be an array of {name, value} pairs")
   end
   if t.kind == "request" then
