@@ -648,7 +648,10 @@ static const char *find_module(lua_State *L, const char *name, int lib_only) {
 
 /* lua-cjson, which eutaxy.json decodes with, opened once per process from
  * Lua's default C path (never the user's), without cjson.new: an instance
- * of its own would decode without the meter. */
+ * of its own would decode without the meter. Its encoding buffer, malloc's
+ * and not the heap's, is made for each encoding instead of kept: between
+ * calls the isolate's heap then holds nothing outside it, which closing an
+ * isolate in an arena, packing it and rewinding it rely on (isolate.c). */
 static void push_cjson(lua_State *L) {
   if (!cjson_open) {
     const char *p = LUA_CPATH_DEFAULT, *semi;
@@ -668,6 +671,9 @@ static void push_cjson(lua_State *L) {
   lua_pushcfunction(L, cjson_open);
   lua_pushliteral(L, "cjson");
   lua_call(L, 1, 1);
+  lua_getfield(L, -1, "encode_keep_buffer");
+  lua_pushboolean(L, 0);
+  lua_call(L, 1, 0);
   lua_createtable(L, 0, 3);
   lua_getfield(L, -2, "decode");
   lua_pushinteger(L, C_DECODE);
