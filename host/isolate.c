@@ -54,7 +54,6 @@ struct eu_isolate {
   eu_determ_hooks hooks;
   int fix_code;  /* chunks loaded now keep their code in the arena's fixed blocks */
   int loading;   /* a chunk of bytecode is being loaded */
-  int closing;   /* lua_close is freeing an arena's heap: the arena's clearing frees it all */
 };
 
 /* The extra space of every thread holds the isolate: lua_newthread copies it. */
@@ -177,7 +176,7 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   size_t old = ptr ? osize : 0;
   void *p;
   if (nsize == 0) {
-    if (ptr && !iso->closing) heap(iso, ptr, old, 0);
+    if (ptr) heap(iso, ptr, old, 0);
     iso->mem -= old;
     return NULL;
   }
@@ -392,17 +391,23 @@ void eu_isolate_reserve(eu_isolate *iso, int on) {
 
 /* Closing runs no user code: the sandbox refuses __gc, and the turns'
  * to-be-closed variables live on their coroutines, which lua_close frees
- * without running. What the host runs meanwhile gets one turn's budget. */
+ * without running. What the host runs meanwhile gets one turn's budget.
+ *
+ * An isolate in an arena is its arena's heap, and nothing in the heap
+ * reaches outside it: the host's finalizers (lstore.c, lagenda.c,
+ * lfanout.c) free only buffers in the heap's own allocator, and lua-cjson
+ * keeps no buffer between calls (sandbox.c). So clearing the arena closes
+ * it; lua_close would only walk every object, freeing nothing the
+ * clearing does not. */
 void eu_isolate_close(eu_isolate *iso) {
   if (!iso) return;
-  if (iso->L) {
-    eu_sandbox_arm(iso->L, 0);
-    iso->closing = iso->arena != NULL;
-    lua_close(iso->L);
-  }
   if (iso->arena) {
     eu_arena_clear(iso->arena);
     return;
+  }
+  if (iso->L) {
+    eu_sandbox_arm(iso->L, 0);
+    lua_close(iso->L);
   }
   free_chunks(iso);
   free(iso);
