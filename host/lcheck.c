@@ -561,10 +561,14 @@ static void build_snapshots(lua_State *L, xctx *x) {
     snprintf(sn->hex, sizeof sn->hex, "%s", eu_object_hex(obj));
     if (eu_object_name(obj) && !(sn->name = strdup(eu_object_name(obj)))) break;
     if (eu_store_snapshot(s, &sn->image, &sn->len) != EU_OK) {
+      char msg[EU_ERRLEN + 200];
+      /* the object, its binding's name and its store go with the world */
+      snprintf(msg, sizeof msg, "cannot snapshot the setup of %s: %s", eu_object_binding(w, obj),
+               eu_store_errmsg(s));
       free(sn->name);
       sn->name = NULL;
       eu_world_free(w);
-      luaL_error(L, "cannot snapshot the setup of %s: %s", eu_object_binding(w, obj), eu_store_errmsg(s));
+      luaL_error(L, "%s", msg);
     }
     x->nsnaps++;
   }
