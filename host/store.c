@@ -977,20 +977,21 @@ static int refuse_in_transaction(eu_store *s) {
 /* Closes the connection, or hands it to *handed for the caller to close. */
 static int park(eu_store *s, sqlite3 **handed) {
   sqlite3_stmt *st = NULL;
-  int rc;
+  int rc, n = 0;
   if (s->parked) return EU_OK;
   if (!s->path) return fail(s, EU_EINVAL, "only a store backed by its file can be parked");
   if (s->in_memory) return fail(s, EU_EINVAL, "the store's database is in memory until its file is written");
   if (s->sticky)
     return fail(s, EU_EINVAL, "the store holds temporary tables, views or triggers, which live in its connection");
   if ((rc = refuse_in_transaction(s)) < 0) return rc;
-  while ((st = sqlite3_next_stmt(s->db, st)) != NULL)
+  while ((st = sqlite3_next_stmt(s->db, st)) != NULL) {
     if (sqlite3_stmt_busy(st)) return fail(s, EU_EINVAL, "a statement is running");
+    n++;
+  }
   if (s->set_settings && (rc = read_settings(s)) < 0) return rc;
   if (handed) {
-    /* a statement someone else prepared: the connection stays open */
-    int n = 0;
-    while ((st = sqlite3_next_stmt(s->db, st)) != NULL) n++;
+    /* a statement someone else prepared: the connection stays open (the
+     * settings' statements are finalized by now) */
     if (n != own_statements(s)) return fail(s, EU_EINVAL, "a statement of the store is still prepared");
     /* finalized where the connection is closed, which may be another thread */
     forget_all(s);

@@ -1021,15 +1021,15 @@ static int link_limits(eu_world *w, eu_object *o) {
   return eu_store_set_limits(o->store, &l);
 }
 
-/* Closing runs the host's finalizers (the sandbox refuses user ones); the
- * gate keeps anything from writing storage outside a turn meanwhile. */
+/* Closing an isolate outside an arena runs the host's finalizers (the
+ * sandbox refuses user ones); the gate keeps anything from writing storage
+ * outside a turn meanwhile. */
 static void close_isolate(eu_world *w, eu_object *o) {
   if (!o->iso) return;
   if (o->packed) {
-    /* Closing a heap in an arena reaches nothing outside it: the sandbox
-     * refuses __gc, the host's finalizers free buffers of the heap's own,
-     * and no turn is on the main thread. So a packed heap goes as it is,
-     * not woken into a berth (packing the heap awake there) to be closed. */
+    /* A heap in an arena reaches nothing outside it, and closes by being
+     * dropped (eu_isolate_close): a packed one goes as it is, not woken
+     * into a berth (packing the heap awake there) to be dropped. */
     save_store(w, o);
     free(o->packed);
     o->packed = NULL;
