@@ -795,15 +795,18 @@ static int apply_settings(eu_store *s);
 /* Makes main the database img (a whole one, as sqlite3_serialize gives),
  * in memory. A WAL database's header says so (the file format's version
  * bytes, 18 and 19: 2), which memory cannot hold: its copy is marked a
- * rollback one. */
+ * rollback one. The copy has room for as much again: SQLite grows a full
+ * one by reallocating it, a copy of the whole database at the first page
+ * a new table or row adds. */
 static int deserialize(eu_store *s, const unsigned char *img, size_t len) {
-  unsigned char *copy = sqlite3_malloc64(len);
+  size_t room = len <= SIZE_MAX / 2 ? 2 * len : len;
+  unsigned char *copy = sqlite3_malloc64(room);
   int rc, saved = s->internal;
   if (!copy) return SQLITE_NOMEM;
   memcpy(copy, img, len);
   if (len >= 100 && copy[18] == 2 && copy[19] == 2) copy[18] = copy[19] = 1;
   s->internal = 1;  /* deserialize reopens main with an ATTACH of its own */
-  rc = sqlite3_deserialize(s->db, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
+  rc = sqlite3_deserialize(s->db, "main", copy, (sqlite3_int64)len, (sqlite3_int64)room,
                            SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE);
   s->internal = saved;
   return rc;  /* on failure SQLite freed copy */
