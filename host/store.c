@@ -117,6 +117,7 @@ typedef struct eu_cached {
   char *sql;           /* the key: the text from the statement to the end of the query */
   size_t len;
   uint64_t hash;
+  const char *seen;    /* where that text was at its last use: the caller's string, most often the same */
   uint64_t used;       /* s->tick at the last use, for least-recently-used eviction */
   sqlite3_stmt *st;
 } eu_cached;
@@ -161,6 +162,7 @@ struct eu_store {
   int over_steps;      /* it ran past EU_STORE_MAX_STEPS, allocations counted */
   const char *text;    /* the user statement being compiled, for alter_new_name */
   size_t textlen;
+  sqlite3_stmt *text_of;  /* or the one stepping, whose text is read when asked for */
   eu_sqlmem *mem;      /* SQLite's bytes for this store (sqlmem.h) */
   eu_store_limits lim;
   int file;            /* backed by a file (not in memory) */
@@ -600,6 +602,8 @@ static int authorize(void *ud, int action, const char *a, const char *b,
   case SQLITE_ALTER_TABLE:  /* a is the database, b the table */
     table = b;
     if (is_reserved(table)) break;
+    if (!s->text && s->text_of && (s->text = sqlite3_sql(s->text_of)) != NULL)
+      s->textlen = strlen(s->text);
     if (!s->text) return deny(s, "ALTER TABLE %s is not allowed here", b);
     switch (alter_new_name(s->text, s->textlen, renamed, sizeof renamed)) {
     case 1:
@@ -1230,7 +1234,23 @@ static eu_cached *cache_find(eu_store *s, const char *p, size_t n, uint64_t h) {
   int i;
   for (i = 0; i < s->ncache; i++) {
     eu_cached *c = &s->cache[i];
-    if (c->hash == h && c->len == n && memcmp(c->sql, p, n) == 0) return c;
+    if (c->hash == h && c->len == n && memcmp(c->sql, p, n) == 0) {
+      c->seen = p;
+      return c;
+    }
+  }
+  return NULL;
+}
+
+/* The entry last used with the text at p, found without hashing it: a
+ * query is most often a constant of the calling function, the same string
+ * at each call. The text is still compared: another string may have come
+ * to the same place since. */
+static eu_cached *cache_seen(eu_store *s, const char *p, size_t n) {
+  int i;
+  for (i = 0; i < s->ncache; i++) {
+    eu_cached *c = &s->cache[i];
+    if (c->seen == p && c->len == n && memcmp(c->sql, p, n) == 0) return c;
   }
   return NULL;
 }
@@ -1258,6 +1278,7 @@ static int cache_add(eu_store *s, const char *p, size_t n, uint64_t h, sqlite3_s
   c->sql = key;
   c->len = n;
   c->hash = h;
+  c->seen = p;
   c->used = ++s->tick;
   c->st = st;
   return EU_OK;
@@ -1303,14 +1324,16 @@ int eu_store_prepare(eu_store *s, const char *sql, size_t len, sqlite3_stmt **ou
     sqlite3_stmt *st = NULL;
     const char *tail;
     eu_cached *c;
-    uint64_t h;
+    uint64_t h = 0;
     int rc;
     p = skip_blank(p, end);
     if (p == end) return EU_OK;
     /* Only a statement that reaches the end of the query is cached, so a
      * hit is always the last statement. */
-    h = hash_text(p, (size_t)(end - p));
-    c = cache_find(s, p, (size_t)(end - p), h);
+    if ((c = cache_seen(s, p, (size_t)(end - p))) == NULL) {
+      h = hash_text(p, (size_t)(end - p));
+      c = cache_find(s, p, (size_t)(end - p), h);
+    }
     if (c) {
       c->used = ++s->tick;
       sqlite3_reset(c->st);
@@ -1356,8 +1379,7 @@ int eu_store_step(eu_store *s, sqlite3_stmt *st) {
   s->over_steps = 0;
   s->stepping = 1;
   /* A recompile after a schema change shows the authorizer the text again. */
-  s->text = sqlite3_sql(st);
-  s->textlen = s->text ? strlen(s->text) : 0;
+  s->text_of = st;
   m->enforce = 1;
   m->refused = m->over = 0;
   m->charged = 0;
@@ -1372,6 +1394,7 @@ int eu_store_step(eu_store *s, sqlite3_stmt *st) {
   m->enforce = 0;
   s->stepping = 0;
   s->text = NULL;
+  s->text_of = NULL;
   if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
     LEAVE();
     return rc == SQLITE_ROW;

@@ -66,6 +66,13 @@ describe("an object's SQL", function()
       allowed("ALTER TABLE t2 RENAME TO t")
       assert.are.same({ { a = 1, eutaxy_b = "x" } }, allowed("INSERT INTO t VALUES (1, 'x') RETURNING *"))
     end)
+
+    it("judges a kept renaming again by its text when the schema changed since it was compiled", function()
+      allowed('ALTER TABLE t RENAME TO "t2"')
+      allowed("ALTER TABLE t2 RENAME TO t")
+      allowed('ALTER TABLE t RENAME TO "t2"')  -- the kept statement, compiled again as it runs
+      assert.are.same({}, allowed("SELECT * FROM t2"))
+    end)
   end)
 
   describe("and pragmas", function()
