@@ -1230,28 +1230,21 @@ static uint64_t hash_text(const char *p, size_t n) {
   return h;
 }
 
-static eu_cached *cache_find(eu_store *s, const char *p, size_t n, uint64_t h) {
+/* The entry of the n in a kept for the text p (len bytes), or NULL, with
+ * *h the text's hash then. First by where the text was last seen, without
+ * hashing it: a query is most often a constant of the calling function,
+ * the same string at each call. The text is compared either way: another
+ * string may have come to the same place since. */
+static eu_cached *find_kept(eu_cached *kept, int n, const char *p, size_t len, uint64_t *h) {
   int i;
-  for (i = 0; i < s->ncache; i++) {
-    eu_cached *c = &s->cache[i];
-    if (c->hash == h && c->len == n && memcmp(c->sql, p, n) == 0) {
-      c->seen = p;
-      return c;
+  for (i = 0; i < n; i++)
+    if (kept[i].seen == p && kept[i].len == len && memcmp(kept[i].sql, p, len) == 0) return &kept[i];
+  *h = hash_text(p, len);
+  for (i = 0; i < n; i++)
+    if (kept[i].hash == *h && kept[i].len == len && memcmp(kept[i].sql, p, len) == 0) {
+      kept[i].seen = p;
+      return &kept[i];
     }
-  }
-  return NULL;
-}
-
-/* The entry last used with the text at p, found without hashing it: a
- * query is most often a constant of the calling function, the same string
- * at each call. The text is still compared: another string may have come
- * to the same place since. */
-static eu_cached *cache_seen(eu_store *s, const char *p, size_t n) {
-  int i;
-  for (i = 0; i < s->ncache; i++) {
-    eu_cached *c = &s->cache[i];
-    if (c->seen == p && c->len == n && memcmp(c->sql, p, n) == 0) return c;
-  }
   return NULL;
 }
 
@@ -1330,11 +1323,7 @@ int eu_store_prepare(eu_store *s, const char *sql, size_t len, sqlite3_stmt **ou
     if (p == end) return EU_OK;
     /* Only a statement that reaches the end of the query is cached, so a
      * hit is always the last statement. */
-    if ((c = cache_seen(s, p, (size_t)(end - p))) == NULL) {
-      h = hash_text(p, (size_t)(end - p));
-      c = cache_find(s, p, (size_t)(end - p), h);
-    }
-    if (c) {
+    if ((c = find_kept(s->cache, s->ncache, p, (size_t)(end - p), &h)) != NULL) {
       c->used = ++s->tick;
       sqlite3_reset(c->st);
       sqlite3_clear_bindings(c->st);
@@ -1422,25 +1411,22 @@ void eu_store_reset(eu_store *s, sqlite3_stmt *st) {
 /* The engines' statements */
 
 /* Few and fixed (each engine's SQL is a set of literals), so a linear
- * search by hash is enough. They live as long as the host's own: a restore
+ * search is enough (find_kept). They live as long as the host's own: a restore
  * finalizes them with the rest, and the next prepare makes them again. */
 int eu_store_internal_prepare(eu_store *s, const char *sql, sqlite3_stmt **out) {
   size_t n = strlen(sql);
-  uint64_t h = hash_text(sql, n);
+  uint64_t h = 0;
   sqlite3_stmt *st = NULL;
   eu_cached *c;
   char *key;
-  int i, rc, saved;
+  int rc, saved;
   *out = NULL;
   if ((rc = wake(s)) < 0) return rc;
-  for (i = 0; i < s->next; i++) {
-    c = &s->ext[i];
-    if (c->hash == h && c->len == n && memcmp(c->sql, sql, n) == 0) {
-      sqlite3_reset(c->st);
-      sqlite3_clear_bindings(c->st);
-      *out = c->st;
-      return EU_OK;
-    }
+  if ((c = find_kept(s->ext, s->next, sql, n, &h)) != NULL) {
+    sqlite3_reset(c->st);
+    sqlite3_clear_bindings(c->st);
+    *out = c->st;
+    return EU_OK;
   }
   if (s->next == s->extcap) {
     int cap = s->extcap ? s->extcap * 2 : 16;
@@ -1470,6 +1456,7 @@ int eu_store_internal_prepare(eu_store *s, const char *sql, sqlite3_stmt **out) 
   c->sql = key;
   c->len = n;
   c->hash = h;
+  c->seen = sql;
   c->used = 0;
   c->st = st;
   *out = st;
