@@ -154,7 +154,8 @@ typedef struct sync_job {
   int dirfd;
   int err;                  /* errno of a failed sync, or 0 */
   server *srv;
-  struct sync_job *next;    /* the round's syncs held until its images are written */
+  struct sync_job *next;    /* the round's syncs, held by the job that writes its images */
+  int ran;                  /* run by the job that wrote the images */
   int n;                    /* files a syncfs covers */
   served_store *many[];
 } sync_job;
@@ -171,7 +172,7 @@ typedef struct image {
 } image;
 
 /* The databases in memory a round covers, written on the pool before the
- * round's syncs are queued (see "new objects in memory"). */
+ * round's syncs run (see "new objects in memory"). */
 typedef struct image_job {
   uv_work_t req;
   server *srv;
@@ -1146,11 +1147,10 @@ static void synced(server *s, served_store *ss, int err) {
   if (err) fail_server(s, "cannot sync %s: %s", ss->path, err);
 }
 
-static void on_synced(uv_work_t *req, int status) {
-  sync_job *j = req->data;
-  server *s = j->srv;
+/* Frees j, a sync that ended (or was given up), and retires the rounds it
+ * completes. */
+static void sync_ended(server *s, sync_job *j) {
   int i;
-  if (status != 0 && !j->err) j->err = EIO;
   if (j->dir && j->err) fail_server(s, "cannot sync %s: %s", s->state, j->err);
   if (j->ss) synced(s, j->ss, j->err);
   for (i = 0; i < j->n; i++) synced(s, j->many[i], j->err);
@@ -1158,6 +1158,13 @@ static void on_synced(uv_work_t *req, int status) {
   s->syncs_in_flight--;
   free(j);
   retire_rounds(s);
+}
+
+static void on_synced(uv_work_t *req, int status) {
+  sync_job *j = req->data;
+  server *s = j->srv;
+  if (status != 0 && !j->err) j->err = EIO;
+  sync_ended(s, j);
   pump(s);
 }
 
@@ -1181,10 +1188,20 @@ static int queue_sync(server *s, sync_job *j, int r, image_job *ij) {
   return 0;
 }
 
+/* Writes the round's images, then runs its syncs in the same job when
+ * every image is in its file: going back to the loop between the two
+ * would add a wait for the loop's current pump to the round. */
 static void image_work(uv_work_t *req) {
   image_job *ij = req->data;
+  sync_job *j;
   int i;
   for (i = 0; i < ij->n; i++) put_image(&ij->images[i], ij->images[i].ss->path);
+  for (i = 0; i < ij->n; i++)
+    if (ij->images[i].err) return;
+  for (j = ij->syncs; j; j = j->next) {
+    sync_work(&j->req);
+    j->ran = 1;
+  }
 }
 
 /* Closing the connections that held the images, on the pool. */
@@ -1199,20 +1216,25 @@ static void close_done(uv_work_t *req, int status) {
   free(req->data);
 }
 
-/* The round's images are in their files: its syncs go, and the
- * connections that held the images are closed on the pool. */
+/* The round's images are in their files and, unless one failed, its syncs
+ * have run (image_work); syncs not run go to the pool now, or end unrun
+ * when the server has failed. The connections that held the images are
+ * closed on the pool. */
 static void image_done(uv_work_t *req, int status) {
   image_job *ij = req->data;
   server *s = ij->srv;
   sync_job *j, *next;
-  int i;
+  int i, ran = 0;
   for (i = 0; i < ij->n; i++) {
     if (status != 0 && !ij->images[i].err) ij->images[i].err = EIO;
     image_put(s, &ij->images[i]);
   }
   for (j = ij->syncs; j; j = next) {
     next = j->next;
-    if (s->failed) {
+    if (j->ran) {
+      sync_ended(s, j);
+      ran = 1;
+    } else if (s->failed) {
       on_synced(&j->req, 0);  /* not run: no answer it covers can be a success now */
     } else if (uv_queue_work(&s->loop, &j->req, sync_work, on_synced) != 0) {
       j->err = EIO;
@@ -1223,6 +1245,7 @@ static void image_done(uv_work_t *req, int status) {
     close_work(&ij->req);
     free(ij);
   }
+  if (ran) pump(s);
 }
 
 /* Takes the images of the databases in memory that a round is to cover,
