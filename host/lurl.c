@@ -125,8 +125,8 @@ static int fail(lua_State *L, const char *why) {
 
 /* split(s): a table of href, origin, protocol, username, password, host,
  * hostname, port, pathname, search and hash, or nil and why the URL is
- * refused (url.lua words the message). */
-static int url_split(lua_State *L, int metered) {
+ * refused (url.lua words the message); with href_only, the href alone. */
+static int url_split(lua_State *L, int metered, int href_only) {
   size_t ls, i, k, nin, nslash, npath_esc, nsearch_esc, nhash_esc, nwork;
   const char *s = luaL_checklstring(L, 1, &ls);
   const char *a, *b, *end;
@@ -308,6 +308,10 @@ static int url_split(lua_State *L, int metered) {
   put(href, &nhref, path_out, npath);
   put(href, &nhref, search_out, nsearch_esc);
   put(href, &nhref, hash_out, nhash_esc);
+  if (href_only) {
+    lua_pushlstring(L, href, nhref);
+    return 1;
+  }
   lua_createtable(L, 0, 12);
   set_field(L, "href", href, nhref);
   lua_pushlstring(L, protocol, nscheme + 1);
@@ -327,5 +331,7 @@ static int url_split(lua_State *L, int metered) {
   return 1;
 }
 
-int eu_url_split(lua_State *L) { return url_split(L, 0); }
-int eu_url_split_metered(lua_State *L) { return url_split(L, 1); }
+int eu_url_split(lua_State *L) { return url_split(L, 0, 0); }
+int eu_url_split_metered(lua_State *L) { return url_split(L, 1, 0); }
+int eu_url_href(lua_State *L) { return url_split(L, 0, 1); }
+int eu_url_href_metered(lua_State *L) { return url_split(L, 1, 1); }

@@ -13,4 +13,9 @@
 int eu_url_split(lua_State *L);
 int eu_url_split_metered(lua_State *L);
 
+/* href(s): split's href alone, or nil and why, for a URL that is only
+ * normalized (Request.new): no table and no strings of the other parts. */
+int eu_url_href(lua_State *L);
+int eu_url_href_metered(lua_State *L);
+
 #endif

@@ -199,6 +199,7 @@ describe("eutaxy.url", function()
 
     it("is the one url.parse uses here", function()
       assert.is_function(core.url_split)
+      assert.is_function(core.url_href)
       assert.are_not.equal(url._parse_in_lua, url.parse)
     end)
 
@@ -210,6 +211,9 @@ describe("eutaxy.url", function()
         local got, got_err = url.parse(s)
         assert.are.same(want, got, string.format("%q", s))
         assert.are.equal(want_err, got_err, string.format("%q", s))
+        local href, href_err = url._href(s)
+        assert.are.equal(want and want.href, href, string.format("%q", s))
+        assert.are.equal(want_err, href_err, string.format("%q", s))
         if want then parsed = parsed + 1 else refused = refused + 1 end
       end
       assert.is_true(parsed > 1000 and refused > 1000, parsed .. " parsed, " .. refused .. " refused")
@@ -218,6 +222,7 @@ describe("eutaxy.url", function()
     it("refuses what is not a string as url.lua does", function()
       for _, v in ipairs({ 42, true, {}, print }) do
         assert.are.same({ url._parse_in_lua(v) }, { url.parse(v) })
+        assert.are.same({ nil, select(2, url._parse_in_lua(v)) }, { url._href(v) })
       end
       assert.are.same({ url._parse_in_lua() }, { url.parse() })
     end)

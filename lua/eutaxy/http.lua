@@ -263,9 +263,9 @@ function Request.new(input, init)
   if is_request(input) then
     method, href, headers, body, redirect = input.method, input.url, input.headers, input.body, input.redirect
   elseif type(input) == "string" then
-    local parsed, err = url.parse(input)
-    if not parsed then fail("Request.new: " .. err) end
-    href = parsed.href
+    local err
+    href, err = url._href(input)
+    if not href then fail("Request.new: " .. err) end
   else
     fail("Request.new: expected a URL string or a Request, got " .. type(input))
   end

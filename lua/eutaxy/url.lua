@@ -219,6 +219,23 @@ function url.parse(s)
   return parts
 end
 
+local href_of = core and core.url_href
+
+--- The href url.parse would give s, or nil and its error: for what only
+--- normalizes a URL (Request.new), without the table of its parts.
+---@param s string
+---@return string|nil href
+---@return string|nil error
+function url._href(s)
+  if not href_of or type(s) ~= "string" then
+    local parts, err = parse_in_lua(s)
+    return parts and parts.href, err
+  end
+  local href, why = href_of(s)
+  if not href then return invalid(s, why) end
+  return href
+end
+
 url._parse_in_lua = parse_in_lua
 
 return url
