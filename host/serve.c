@@ -506,7 +506,7 @@ static void make_blank(server *s) {
   eu_store *st;
   unsigned char *img;
   sqlite3_int64 n = 0;
-  if (eu_store_open_with(&st, NULL, serve_first, serve_then, err, sizeof err) != EU_OK) return;
+  if (eu_store_open_with(&st, NULL, serve_first, serve_then, EU_STORE_LAZY_TABLES, err, sizeof err) != EU_OK) return;
   img = sqlite3_serialize(eu_store_db(st), "main", &n, 0);
   eu_store_close(st);
   if (img && n >= 100 && (s->blank = malloc((size_t)n)) != NULL) {
@@ -671,13 +671,13 @@ static int open_file(served_store *ss, char *err, size_t errlen) {
     ss->fresh = 0;
     ss->blank = 1;
     return eu_store_open_image(&ss->store, ss->path, (const unsigned char *)s->blank, s->blank_len,
-                               serve_first, serve_then_empty_wal, err, errlen);
+                               serve_first, serve_then_empty_wal, EU_STORE_LAZY_TABLES, err, errlen);
   }
   wal = file_size(ss->path, "-wal");
   ss->fresh = !has_db || wal < 0;
   ss->empty_wal = wal <= 0;
   return eu_store_open_with(&ss->store, ss->path, serve_first,
-                            ss->empty_wal ? serve_then_empty_wal : serve_then, err, errlen);
+                            ss->empty_wal ? serve_then_empty_wal : serve_then, EU_STORE_LAZY_TABLES, err, errlen);
 }
 
 /* Makes ss, open, one of the server's files, on the loop. */

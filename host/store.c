@@ -106,12 +106,14 @@ static const char *const eu_isql[IS_COUNT] = {
   "PRAGMA page_size",
 };
 
-static const char eu_schema[] =
-  "CREATE TABLE IF NOT EXISTS _eutaxy_kv("
+#define EU_KV_TABLE \
+  "CREATE TABLE IF NOT EXISTS _eutaxy_kv(" \
   "  key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;"
-  "CREATE TABLE IF NOT EXISTS _eutaxy_alarm("
-  "  id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL,"
-  "  retry INTEGER NOT NULL DEFAULT 0);";
+#define EU_ALARM_TABLE \
+  "CREATE TABLE IF NOT EXISTS _eutaxy_alarm(" \
+  "  id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL," \
+  "  retry INTEGER NOT NULL DEFAULT 0);"
+static const char eu_schema[] = EU_KV_TABLE EU_ALARM_TABLE;
 
 typedef struct eu_cached {
   char *sql;           /* the key: the text from the statement to the end of the query */
@@ -173,6 +175,11 @@ struct eu_store {
   char *first, *then;  /* the host's SQL around the store's own tables (eu_store_open_with) */
   int parked;          /* the connection is closed; the next use reopens it */
   int sticky;          /* user SQL made temporary tables, views or triggers, which a reopen loses */
+  /* The store's own tables (_eutaxy_kv, _eutaxy_alarm) are made by the
+   * first write that needs each (EU_STORE_LAZY_TABLES), so a reader asks
+   * SQLite whether they are there: a rollback may take one away. 0: made
+   * with the connection, outside any transaction, so always there. */
+  int lazy;
   int set_settings;    /* user SQL set one of eu_settings: park reads them back */
   int settings;        /* their values at the last park, a bit each */
   int batching;        /* a touch outside a batch begins one (eu_store_batching) */
@@ -789,7 +796,7 @@ int eu_store_exec_internal(eu_store *s, const char *sql) {
 }
 
 int eu_store_open(eu_store **out, const char *path, char *err, size_t errlen) {
-  return eu_store_open_with(out, path, NULL, NULL, err, errlen);
+  return eu_store_open_with(out, path, NULL, NULL, 0, err, errlen);
 }
 
 static int apply_quota(eu_store *s, int page);
@@ -859,7 +866,7 @@ static int connect(eu_store *s, const unsigned char *img, size_t len, char *err,
     rc = EU_OK;
   } else {
     rc = s->first ? eu_store_exec_internal(s, s->first) : EU_OK;
-    if (rc >= 0) rc = eu_store_exec_internal(s, eu_schema);
+    if (rc >= 0 && !s->lazy) rc = eu_store_exec_internal(s, eu_schema);
     if (rc >= 0 && s->then) rc = eu_store_exec_internal(s, s->then);
   }
   if (rc >= 0 && s->lim.max_bytes > 0) rc = apply_quota(s, img ? image_page_size(img, len) : 0);
@@ -893,7 +900,7 @@ static void free_store(eu_store *s) {
 }
 
 static int open_store(eu_store **out, const char *path, const unsigned char *img, size_t len,
-                      const char *first, const char *then, char *err, size_t errlen) {
+                      const char *first, const char *then, unsigned flags, char *err, size_t errlen) {
   eu_store *s;
   int rc, failed = 0;
   *out = NULL;
@@ -906,6 +913,7 @@ static int open_store(eu_store **out, const char *path, const unsigned char *img
   s->mem = eu_sqlmem_new();
   s->file = path != NULL;
   s->in_memory = img != NULL;
+  s->lazy = (flags & EU_STORE_LAZY_TABLES) != 0;
   s->path = copy_text(path, &failed);
   s->first = copy_text(first, &failed);
   s->then = copy_text(then, &failed);
@@ -922,15 +930,15 @@ static int open_store(eu_store **out, const char *path, const unsigned char *img
 }
 
 int eu_store_open_with(eu_store **out, const char *path, const char *first, const char *then,
-                       char *err, size_t errlen) {
-  return open_store(out, path, NULL, 0, first, then, err, errlen);
+                       unsigned flags, char *err, size_t errlen) {
+  return open_store(out, path, NULL, 0, first, then, flags, err, errlen);
 }
 
 int eu_store_open_image(eu_store **out, const char *path, const unsigned char *img, size_t len,
-                        const char *first, const char *then, char *err, size_t errlen) {
+                        const char *first, const char *then, unsigned flags, char *err, size_t errlen) {
   if (!path || !img || len < 100)
     return eu_err(err, errlen, EU_EINVAL, "an in-memory store needs its file's path and a database image");
-  return open_store(out, path, img, len, first, then, err, errlen);
+  return open_store(out, path, img, len, first, then, flags, err, errlen);
 }
 
 void eu_store_close(eu_store *s) {
@@ -1723,6 +1731,32 @@ int eu_store_rollback_to(eu_store *s) {
   return EU_OK;
 }
 
+/* The store's own tables, where they are made when first written (lazy) */
+
+/* Whether the store's own table name is there: 1, 0, or an error. */
+static int has_table(eu_store *s, const char *name) {
+  int rc;
+  if (!s->lazy) return 1;
+  if ((rc = wake(s)) < 0) return rc;
+  {
+    ENTER(s);
+    /* with no column named, SQLITE_OK when the table is there and SQLITE_ERROR when not */
+    rc = sqlite3_table_column_metadata(s->db, "main", name, NULL, NULL, NULL, NULL, NULL, NULL);
+    LEAVE();
+  }
+  if (rc == SQLITE_OK) return 1;
+  if (rc == SQLITE_ERROR) return 0;
+  return fail_sql(s, rc);
+}
+
+/* Makes the store's own table name, by sql, where it is not there yet: in
+ * the write's transaction, so a rollback of the write takes it too. */
+static int need_table(eu_store *s, const char *name, const char *sql) {
+  int rc = has_table(s, name);
+  if (rc < 0) return rc;
+  return rc ? EU_OK : eu_store_exec_internal(s, sql);
+}
+
 /* The KV table */
 
 static int bind_key(eu_store *s, sqlite3_stmt *st, int i, const char *key, size_t klen) {
@@ -1735,6 +1769,7 @@ int eu_store_kv_get(eu_store *s, const char *key, size_t klen,
   sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
+  if ((rc = has_table(s, "_eutaxy_kv")) <= 0) return rc;  /* 0: not found */
   if ((rc = is_prepare(s, IS_KV_GET, &st)) < 0) return rc;
   if ((rc = bind_key(s, st, 1, key, klen)) < 0) return rc;
   rc = is_step(s, st);
@@ -1753,6 +1788,7 @@ int eu_store_kv_put(eu_store *s, const char *key, size_t klen,
   sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
+  if ((rc = need_table(s, "_eutaxy_kv", EU_KV_TABLE)) < 0) return rc;
   if ((rc = is_prepare(s, IS_KV_PUT, &st)) < 0) return rc;
   if ((rc = bind_key(s, st, 1, key, klen)) < 0) return rc;
   /* A NULL pointer would bind NULL, which the table refuses. */
@@ -1767,6 +1803,7 @@ int eu_store_kv_delete(eu_store *s, const char *key, size_t klen) {
   sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
+  if ((rc = has_table(s, "_eutaxy_kv")) <= 0) return rc;  /* 0: nothing deleted */
   if ((rc = is_prepare(s, IS_KV_DEL, &st)) < 0) return rc;
   if ((rc = bind_key(s, st, 1, key, klen)) < 0) return rc;
   rc = is_step(s, st);
@@ -1777,13 +1814,15 @@ int eu_store_kv_delete(eu_store *s, const char *key, size_t klen) {
 
 int eu_store_kv_delete_all(eu_store *s) {
   int rc = eu_store_touch(s);
-  return rc < 0 ? rc : is_run(s, IS_KV_DEL_ALL);
+  if (rc >= 0) rc = has_table(s, "_eutaxy_kv");
+  return rc <= 0 ? rc : is_run(s, IS_KV_DEL_ALL);
 }
 
 int eu_store_kv_list(eu_store *s, const eu_kv_range *r, eu_kv_each each, void *ud) {
   sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
+  if ((rc = has_table(s, "_eutaxy_kv")) <= 0) return rc;  /* 0: no pairs */
   if ((rc = is_prepare(s, r->reverse ? IS_KV_LIST_REV : IS_KV_LIST, &st)) < 0) return rc;
   if ((rc = bind_key(s, st, 1, r->lo ? r->lo : "", r->lo ? r->lolen : 0)) < 0) return rc;
   rc = r->hi ? sqlite3_bind_text64(st, 2, r->hi, r->hilen, SQLITE_STATIC, SQLITE_UTF8)
@@ -1819,6 +1858,12 @@ int eu_store_get_alarm(eu_store *s, int *has, int64_t *at, int *retry) {
 #endif
   /* No touch: the host reads the alarm between turns, and a read must not
    * leave a turn open behind it. Inside a turn it sees the turn's writes. */
+  if ((rc = has_table(s, "_eutaxy_alarm")) < 0) return rc;
+  if (rc == 0) {
+    assert(!s->alarm_known || !s->alarm_has);
+    know_alarm(s, 0, 0, 0);
+    return EU_OK;
+  }
   if ((rc = is_prepare(s, IS_ALARM_GET, &st)) < 0) return rc;
   rc = is_step(s, st);
   if (rc == 1) {
@@ -1838,6 +1883,7 @@ int eu_store_set_alarm(eu_store *s, int64_t at, int retry) {
   sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
+  if ((rc = need_table(s, "_eutaxy_alarm", EU_ALARM_TABLE)) < 0) return rc;
   if ((rc = is_prepare(s, IS_ALARM_SET, &st)) < 0) return rc;
   sqlite3_bind_int64(st, 1, at);
   sqlite3_bind_int(st, 2, retry);
@@ -1851,8 +1897,9 @@ int eu_store_set_alarm(eu_store *s, int64_t at, int retry) {
 
 int eu_store_delete_alarm(eu_store *s) {
   int rc = eu_store_touch(s);
+  if (rc >= 0) rc = has_table(s, "_eutaxy_alarm");
   if (rc < 0) return rc;
-  if ((rc = is_run(s, IS_ALARM_DEL)) < 0) return rc;
+  if (rc && (rc = is_run(s, IS_ALARM_DEL)) < 0) return rc;
   s->alarm_dirty = 1;
   know_alarm(s, 0, 0, 0);
   return EU_OK;
@@ -2024,7 +2071,7 @@ int eu_store_delete_all(eu_store *s) {
     }
   }
   eu_buf_free(&list);
-  if (rc >= 0) rc = is_run(s, IS_KV_DEL_ALL);
+  if (rc >= 0 && (rc = has_table(s, "_eutaxy_kv")) > 0) rc = is_run(s, IS_KV_DEL_ALL);
   if (rc >= 0) rc = eu_store_delete_alarm(s);
   if (rc < 0) {
     char msg[EU_ERRLEN];

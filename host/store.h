@@ -29,9 +29,15 @@ int eu_store_open(eu_store **out, const char *path, char *err, size_t errlen);
  * before the store lays out its own tables, and then after them: how a
  * host sets the journal and its syncing before anything is written, and
  * adds its own tables. Either may be NULL. Both run again whenever a
- * parked store reopens its connection. */
+ * parked store reopens its connection. flags: EU_STORE_LAZY_TABLES or 0. */
 int eu_store_open_with(eu_store **out, const char *path, const char *first, const char *then,
-                       char *err, size_t errlen);
+                       unsigned flags, char *err, size_t errlen);
+/* The store's own tables (the key-value pairs', the alarm's) are made by
+ * the first write that needs each, not with the connection: a new
+ * database holds none of them until then, and opening a file does not
+ * compile their CREATE TABLE IF NOT EXISTS. Reading one that is not there
+ * reads nothing. */
+#define EU_STORE_LAZY_TABLES 1u
 /* A store whose file, path, does not exist yet, so that making it costs
  * nothing until it must be durable: its database starts as img in memory,
  * and stays there until the host writes it out (eu_store_image) and says
@@ -41,7 +47,7 @@ int eu_store_open_with(eu_store **out, const char *path, const char *first, cons
  * they do not run (a WAL database's image is opened as a rollback one).
  * The store is meanwhile as any other, but cannot be parked. */
 int eu_store_open_image(eu_store **out, const char *path, const unsigned char *img, size_t len,
-                        const char *first, const char *then, char *err, size_t errlen);
+                        const char *first, const char *then, unsigned flags, char *err, size_t errlen);
 void eu_store_close(eu_store *s);
 /* Whether the store's database is in memory, its file not yet written. */
 int eu_store_in_memory(eu_store *s);

@@ -26,10 +26,14 @@
 
 /* Helpers for the C tests */
 
+/* The flags open_store gives: the tests of the key-value pairs and the
+ * alarm run again with EU_STORE_LAZY_TABLES (the lazy_ ones below). */
+static unsigned open_flags;
+
 static eu_store *open_store(void) {
   eu_store *s = NULL;
   char err[EU_ERRLEN];
-  ASSERT_OK(eu_store_open(&s, NULL, err, sizeof err));
+  ASSERT_OK(eu_store_open_with(&s, NULL, NULL, NULL, open_flags, err, sizeof err));
   ASSERT(s != NULL);
   return s;
 }
@@ -433,6 +437,75 @@ static void test_delete_all_drops_everything_but_the_host_tables(void) {
   eu_store_close(s);
 }
 
+/* EU_STORE_LAZY_TABLES: no host table until a write needs it; reads of
+ * one that is not there read nothing; a rollback of the write that made
+ * one takes it away, and the reads see that. */
+static int host_tables(eu_store *s) {
+  return count_raw(s, "SELECT count(*) FROM sqlite_master WHERE name IN ('_eutaxy_kv', '_eutaxy_alarm')");
+}
+
+static void test_lazy_tables_come_with_their_first_write(void) {
+  eu_store *s;
+  const void *val;
+  size_t vlen;
+  eu_kv_range r = { NULL, 0, NULL, 0, -1, 0 };
+  collect c;
+  int has, retry;
+  int64_t at;
+  open_flags = EU_STORE_LAZY_TABLES;
+  s = open_store();
+  open_flags = 0;
+  ASSERT_EQ(host_tables(s), 0);
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT_EQ(has, 0);
+  ASSERT_EQ(eu_store_kv_get(s, "a", 1, &val, &vlen), 0);
+  ASSERT_EQ(eu_store_kv_delete(s, "a", 1), 0);
+  memset(&c, 0, sizeof c);
+  ASSERT_OK(eu_store_kv_list(s, &r, collect_each, &c));
+  ASSERT_EQ(c.n, 0);
+  ASSERT_OK(eu_store_kv_delete_all(s));
+  ASSERT_OK(eu_store_delete_alarm(s));
+  ASSERT(eu_store_alarm_dirty(s));
+  ASSERT_OK(eu_store_delete_all(s));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_EQ(host_tables(s), 0);  /* none of that made one */
+  /* a write makes its table, in its turn: a rollback takes both */
+  ASSERT_OK(eu_store_set_alarm(s, 1000, 2));
+  ASSERT_OK(eu_store_kv_put(s, "a", 1, "v", 1));
+  ASSERT_EQ(host_tables(s), 2);
+  ASSERT_OK(eu_store_rollback(s));
+  ASSERT_EQ(host_tables(s), 0);
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT_EQ(has, 0);
+  ASSERT_EQ(eu_store_kv_get(s, "a", 1, &val, &vlen), 0);
+  /* and the statements prepared while it was there work when it is made again */
+  ASSERT_OK(eu_store_savepoint(s));
+  ASSERT_OK(eu_store_set_alarm(s, 2000, 0));
+  ASSERT_OK(eu_store_rollback_to(s));
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT_EQ(has, 0);
+  ASSERT_OK(eu_store_set_alarm(s, 3000, 1));
+  ASSERT_OK(eu_store_kv_put(s, "b", 1, "w", 1));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT(has && at == 3000 && retry == 1);
+  ASSERT_EQ(eu_store_kv_get(s, "b", 1, &val, &vlen), 1);
+  ASSERT(vlen == 1 && memcmp(val, "w", 1) == 0);
+  eu_store_close(s);
+}
+
+/* The tests of the pairs and the alarm, on a store that makes its tables lazily. */
+#define LAZY(fn) \
+  static void lazy_##fn(void) { \
+    open_flags = EU_STORE_LAZY_TABLES; \
+    fn(); \
+    open_flags = 0; \
+  }
+LAZY(test_alarm_row_and_dirty_flag)
+LAZY(test_alarm_read_after_every_undo)
+LAZY(test_kv_in_c)
+LAZY(test_delete_all_drops_everything_but_the_host_tables)
+
 /* What the checker relies on to rewind a run past a deleteAll. */
 static void test_delete_all_is_undone_by_a_checkpoint(void) {
   eu_store *s = open_store();
@@ -606,7 +679,7 @@ static eu_store *open_parkable(const char *name) {
   remove(path);
   ASSERT_OK(eu_store_open_with(&s, path, "PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL;",
                                "CREATE TABLE IF NOT EXISTS _eutaxy_host(x); PRAGMA synchronous = OFF;",
-                               err, sizeof err));
+                               0, err, sizeof err));
   eu_store_wal_hook(s, count_commit, NULL);
   eu_store_on_wake(s, count_wake, s);
   park_commits = park_wakes = 0;
@@ -761,13 +834,13 @@ static eu_store *open_image(const char *name, unsigned char **blank, size_t *bla
   static const char then[] = "CREATE TABLE IF NOT EXISTS _eutaxy_host(x); PRAGMA synchronous = OFF;";
   eu_store *b, *s = NULL;
   char err[EU_ERRLEN], path[96];
-  ASSERT_OK(eu_store_open_with(&b, NULL, first, then, err, sizeof err));
+  ASSERT_OK(eu_store_open_with(&b, NULL, first, then, 0, err, sizeof err));
   ASSERT_OK(eu_store_snapshot(b, blank, blank_len));
   eu_store_close(b);
   (*blank)[18] = (*blank)[19] = 2;  /* marked a WAL database, as a host's file would be */
   snprintf(path, sizeof path, "%s/%s", park_dir, name);
   remove(path);
-  ASSERT_OK(eu_store_open_image(&s, path, *blank, *blank_len, first, then, err, sizeof err));
+  ASSERT_OK(eu_store_open_image(&s, path, *blank, *blank_len, first, then, 0, err, sizeof err));
   eu_store_wal_hook(s, count_commit, NULL);
   eu_store_on_wake(s, count_wake, s);
   park_commits = park_wakes = 0;
@@ -1401,6 +1474,11 @@ static const test tests[] = {
   T(test_alarm_read_after_every_undo),
   T(test_kv_in_c),
   T(test_delete_all_drops_everything_but_the_host_tables),
+  T(test_lazy_tables_come_with_their_first_write),
+  T(lazy_test_alarm_row_and_dirty_flag),
+  T(lazy_test_alarm_read_after_every_undo),
+  T(lazy_test_kv_in_c),
+  T(lazy_test_delete_all_drops_everything_but_the_host_tables),
   T(test_delete_all_is_undone_by_a_checkpoint),
   T(test_checkpoint_back_keeps_the_mark),
   T(test_turns_on_a_fresh_checkpoint),
