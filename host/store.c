@@ -106,11 +106,13 @@ static const char *const eu_isql[IS_COUNT] = {
   "PRAGMA page_size",
 };
 
+#define EU_KV "_eutaxy_kv"
+#define EU_ALARM "_eutaxy_alarm"
 #define EU_KV_TABLE \
-  "CREATE TABLE IF NOT EXISTS _eutaxy_kv(" \
+  "CREATE TABLE IF NOT EXISTS " EU_KV "(" \
   "  key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;"
 #define EU_ALARM_TABLE \
-  "CREATE TABLE IF NOT EXISTS _eutaxy_alarm(" \
+  "CREATE TABLE IF NOT EXISTS " EU_ALARM "(" \
   "  id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL," \
   "  retry INTEGER NOT NULL DEFAULT 0);"
 static const char eu_schema[] = EU_KV_TABLE EU_ALARM_TABLE;
@@ -1769,7 +1771,7 @@ int eu_store_kv_get(eu_store *s, const char *key, size_t klen,
   sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
-  if ((rc = has_table(s, "_eutaxy_kv")) <= 0) return rc;  /* 0: not found */
+  if ((rc = has_table(s, EU_KV)) <= 0) return rc;  /* 0: not found */
   if ((rc = is_prepare(s, IS_KV_GET, &st)) < 0) return rc;
   if ((rc = bind_key(s, st, 1, key, klen)) < 0) return rc;
   rc = is_step(s, st);
@@ -1788,7 +1790,7 @@ int eu_store_kv_put(eu_store *s, const char *key, size_t klen,
   sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
-  if ((rc = need_table(s, "_eutaxy_kv", EU_KV_TABLE)) < 0) return rc;
+  if ((rc = need_table(s, EU_KV, EU_KV_TABLE)) < 0) return rc;
   if ((rc = is_prepare(s, IS_KV_PUT, &st)) < 0) return rc;
   if ((rc = bind_key(s, st, 1, key, klen)) < 0) return rc;
   /* A NULL pointer would bind NULL, which the table refuses. */
@@ -1803,7 +1805,7 @@ int eu_store_kv_delete(eu_store *s, const char *key, size_t klen) {
   sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
-  if ((rc = has_table(s, "_eutaxy_kv")) <= 0) return rc;  /* 0: nothing deleted */
+  if ((rc = has_table(s, EU_KV)) <= 0) return rc;  /* 0: nothing deleted */
   if ((rc = is_prepare(s, IS_KV_DEL, &st)) < 0) return rc;
   if ((rc = bind_key(s, st, 1, key, klen)) < 0) return rc;
   rc = is_step(s, st);
@@ -1812,17 +1814,22 @@ int eu_store_kv_delete(eu_store *s, const char *key, size_t klen) {
   return sqlite3_changes(s->db) > 0;
 }
 
+/* Deletes every pair, in the turn the caller has begun. */
+static int clear_kv(eu_store *s) {
+  int rc = has_table(s, EU_KV);
+  return rc <= 0 ? rc : is_run(s, IS_KV_DEL_ALL);
+}
+
 int eu_store_kv_delete_all(eu_store *s) {
   int rc = eu_store_touch(s);
-  if (rc >= 0) rc = has_table(s, "_eutaxy_kv");
-  return rc <= 0 ? rc : is_run(s, IS_KV_DEL_ALL);
+  return rc < 0 ? rc : clear_kv(s);
 }
 
 int eu_store_kv_list(eu_store *s, const eu_kv_range *r, eu_kv_each each, void *ud) {
   sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
-  if ((rc = has_table(s, "_eutaxy_kv")) <= 0) return rc;  /* 0: no pairs */
+  if ((rc = has_table(s, EU_KV)) <= 0) return rc;  /* 0: no pairs */
   if ((rc = is_prepare(s, r->reverse ? IS_KV_LIST_REV : IS_KV_LIST, &st)) < 0) return rc;
   if ((rc = bind_key(s, st, 1, r->lo ? r->lo : "", r->lo ? r->lolen : 0)) < 0) return rc;
   rc = r->hi ? sqlite3_bind_text64(st, 2, r->hi, r->hilen, SQLITE_STATIC, SQLITE_UTF8)
@@ -1858,7 +1865,7 @@ int eu_store_get_alarm(eu_store *s, int *has, int64_t *at, int *retry) {
 #endif
   /* No touch: the host reads the alarm between turns, and a read must not
    * leave a turn open behind it. Inside a turn it sees the turn's writes. */
-  if ((rc = has_table(s, "_eutaxy_alarm")) < 0) return rc;
+  if ((rc = has_table(s, EU_ALARM)) < 0) return rc;
   if (rc == 0) {
     assert(!s->alarm_known || !s->alarm_has);
     know_alarm(s, 0, 0, 0);
@@ -1883,7 +1890,7 @@ int eu_store_set_alarm(eu_store *s, int64_t at, int retry) {
   sqlite3_stmt *st = NULL;
   int rc;
   if ((rc = eu_store_touch(s)) < 0) return rc;
-  if ((rc = need_table(s, "_eutaxy_alarm", EU_ALARM_TABLE)) < 0) return rc;
+  if ((rc = need_table(s, EU_ALARM, EU_ALARM_TABLE)) < 0) return rc;
   if ((rc = is_prepare(s, IS_ALARM_SET, &st)) < 0) return rc;
   sqlite3_bind_int64(st, 1, at);
   sqlite3_bind_int(st, 2, retry);
@@ -1897,7 +1904,7 @@ int eu_store_set_alarm(eu_store *s, int64_t at, int retry) {
 
 int eu_store_delete_alarm(eu_store *s) {
   int rc = eu_store_touch(s);
-  if (rc >= 0) rc = has_table(s, "_eutaxy_alarm");
+  if (rc >= 0) rc = has_table(s, EU_ALARM);
   if (rc < 0) return rc;
   if (rc && (rc = is_run(s, IS_ALARM_DEL)) < 0) return rc;
   s->alarm_dirty = 1;
@@ -2071,7 +2078,7 @@ int eu_store_delete_all(eu_store *s) {
     }
   }
   eu_buf_free(&list);
-  if (rc >= 0 && (rc = has_table(s, "_eutaxy_kv")) > 0) rc = is_run(s, IS_KV_DEL_ALL);
+  if (rc >= 0) rc = clear_kv(s);
   if (rc >= 0) rc = eu_store_delete_alarm(s);
   if (rc < 0) {
     char msg[EU_ERRLEN];

@@ -42,8 +42,8 @@ int eu_store_open_with(eu_store **out, const char *path, const char *first, cons
  * nothing until it must be durable: its database starts as img in memory,
  * and stays there until the host writes it out (eu_store_image) and says
  * so (eu_store_image_written). img is a whole database, as
- * sqlite3_serialize gives one, of a store opened with the same first and
- * then: its tables and what first and then made are taken as there, and
+ * sqlite3_serialize gives one, of a store opened with the same first,
+ * then and flags: its tables and what first and then made are taken as there, and
  * they do not run (a WAL database's image is opened as a rollback one).
  * The store is meanwhile as any other, but cannot be parked. */
 int eu_store_open_image(eu_store **out, const char *path, const unsigned char *img, size_t len,

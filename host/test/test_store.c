@@ -68,11 +68,16 @@ static void refused(eu_store *s, const char *sql, const char *reason) {
   ASSERT_CONTAINS(eu_store_errmsg(s), reason);
 }
 
+/* How many of the store's own tables the database holds. */
+static int host_tables(eu_store *s) {
+  return count_raw(s, "SELECT count(*) FROM sqlite_master WHERE name IN ('_eutaxy_kv', '_eutaxy_alarm')");
+}
+
 /* C API */
 
 static void test_open_creates_host_tables(void) {
   eu_store *s = open_store();
-  ASSERT_EQ(count_raw(s, "SELECT count(*) FROM sqlite_master WHERE name IN ('_eutaxy_kv', '_eutaxy_alarm')"), 2);
+  ASSERT_EQ(host_tables(s), 2);
   ASSERT_EQ(count_raw(s, "PRAGMA foreign_keys"), 1);
   ASSERT(!eu_store_in_turn(s));
   eu_store_close(s);
@@ -440,10 +445,6 @@ static void test_delete_all_drops_everything_but_the_host_tables(void) {
 /* EU_STORE_LAZY_TABLES: no host table until a write needs it; reads of
  * one that is not there read nothing; a rollback of the write that made
  * one takes it away, and the reads see that. */
-static int host_tables(eu_store *s) {
-  return count_raw(s, "SELECT count(*) FROM sqlite_master WHERE name IN ('_eutaxy_kv', '_eutaxy_alarm')");
-}
-
 static void test_lazy_tables_come_with_their_first_write(void) {
   eu_store *s;
   const void *val;
