@@ -144,6 +144,11 @@ struct eu_store {
   int ck_fresh;
   int turn_on_ck;
   int alarm_dirty;
+  /* Whether a statement may be mid-way (stepped to a row and neither
+   * stepped to its end nor reset): 0 none, 1 at most row_of, 2 maybe
+   * more. row_of is only compared, never used: it may be finalized. */
+  int rows_open;
+  const sqlite3_stmt *row_of;
   /* The alarm row as the host last read or wrote it, while alarm_known: it
    * changes only by the host's own statements (user SQL cannot reach
    * _eutaxy_alarm), so anything else that can change it forgets it
@@ -663,6 +668,23 @@ static int is_compile(eu_store *s, int which) {
   return rc == SQLITE_OK ? EU_OK : fail_sql(s, rc);
 }
 
+/* What a step of st did to rows_open. */
+static void note_step(eu_store *s, const sqlite3_stmt *st, int rc) {
+  if (rc == SQLITE_ROW) {
+    if (!s->rows_open) s->row_of = st;
+    if (s->row_of != st) s->rows_open = 2;
+    else if (!s->rows_open) s->rows_open = 1;
+  } else if (s->rows_open == 1 && s->row_of == st) {
+    s->rows_open = 0;
+  }
+}
+
+/* sqlite3_reset, keeping rows_open. */
+static void end_stmt(eu_store *s, sqlite3_stmt *st) {
+  sqlite3_reset(st);
+  if (s->rows_open == 1 && s->row_of == st) s->rows_open = 0;
+}
+
 static int is_prepare(eu_store *s, int which, sqlite3_stmt **out) {
   sqlite3_stmt *st;
   int rc;
@@ -671,7 +693,7 @@ static int is_prepare(eu_store *s, int which, sqlite3_stmt **out) {
     forget_alarm(s);
   if ((rc = wake(s)) < 0) return rc;
   if ((st = s->is[which]) != NULL) {
-    sqlite3_reset(st);
+    end_stmt(s, st);
     sqlite3_clear_bindings(st);
   } else if ((rc = is_compile(s, which)) < 0) {
     return rc;
@@ -696,12 +718,13 @@ static int is_step(eu_store *s, sqlite3_stmt *st) {
   s->denied = 0;
   rc = sqlite3_step(st);
   s->internal = saved;
+  note_step(s, st, rc);
   if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
     LEAVE();
     return rc == SQLITE_ROW;
   }
   rc = fail_sql(s, rc);
-  sqlite3_reset(st);
+  end_stmt(s, st);
   LEAVE();
   return rc;
 }
@@ -714,7 +737,7 @@ static int is_integer(eu_store *s, int which, int64_t *v) {
   if (rc < 0) return rc;
   rc = is_step(s, st);
   if (v) *v = rc == 1 ? sqlite3_column_int64(st, 0) : 0;
-  sqlite3_reset(st);
+  end_stmt(s, st);
   return rc < 0 ? rc : EU_OK;
 }
 
@@ -725,8 +748,14 @@ static int is_run(eu_store *s, int which) { return is_integer(s, which, NULL); }
 static void reset_busy(eu_store *s) {
   sqlite3_stmt *st = NULL;
   if (!s->db) return;
+#ifndef NDEBUG
+  /* a build with assertions checks what rows_open answers */
+  while (!s->rows_open && (st = sqlite3_next_stmt(s->db, st)) != NULL) assert(!sqlite3_stmt_busy(st));
+#endif
+  if (!s->rows_open) return;
   while ((st = sqlite3_next_stmt(s->db, st)) != NULL)
     if (sqlite3_stmt_busy(st)) sqlite3_reset(st);
+  s->rows_open = 0;
 }
 
 /* The statements finalize_all would finalize. */
@@ -1335,7 +1364,7 @@ int eu_store_prepare(eu_store *s, const char *sql, size_t len, sqlite3_stmt **ou
      * hit is always the last statement. */
     if ((c = find_kept(s->cache, s->ncache, p, (size_t)(end - p), &h)) != NULL) {
       c->used = ++s->tick;
-      sqlite3_reset(c->st);
+      end_stmt(s, c->st);
       sqlite3_clear_bindings(c->st);
       *out = c->st;
       return EU_OK;
@@ -1389,6 +1418,7 @@ int eu_store_step(eu_store *s, sqlite3_stmt *st) {
     may_write(s);
   }
   rc = sqlite3_step(st);
+  note_step(s, st, rc);
   m->charging = 0;
   m->enforce = 0;
   s->stepping = 0;
@@ -1407,14 +1437,13 @@ int eu_store_step(eu_store *s, sqlite3_stmt *st) {
   } else {
     rc = fail_sql(s, rc);
   }
-  sqlite3_reset(st);
+  end_stmt(s, st);
   LEAVE();
   return rc;
 }
 
 void eu_store_reset(eu_store *s, sqlite3_stmt *st) {
-  (void)s;
-  sqlite3_reset(st);
+  end_stmt(s, st);
   sqlite3_clear_bindings(st);
 }
 
@@ -1433,7 +1462,7 @@ int eu_store_internal_prepare(eu_store *s, const char *sql, sqlite3_stmt **out) 
   *out = NULL;
   if ((rc = wake(s)) < 0) return rc;
   if ((c = find_kept(s->ext, s->next, sql, n, &h)) != NULL) {
-    sqlite3_reset(c->st);
+    end_stmt(s, c->st);
     sqlite3_clear_bindings(c->st);
     *out = c->st;
     return EU_OK;
@@ -1781,7 +1810,7 @@ int eu_store_kv_get(eu_store *s, const char *key, size_t klen,
     *vlen = (size_t)sqlite3_column_bytes(st, 0);
     return 1;
   }
-  sqlite3_reset(st);
+  end_stmt(s, st);
   return rc;
 }
 
@@ -1797,7 +1826,7 @@ int eu_store_kv_put(eu_store *s, const char *key, size_t klen,
   rc = vlen ? sqlite3_bind_blob64(st, 2, val, vlen, SQLITE_STATIC) : sqlite3_bind_zeroblob(st, 2, 0);
   if (rc != SQLITE_OK) return fail_sql(s, rc);
   rc = is_step(s, st);
-  sqlite3_reset(st);
+  end_stmt(s, st);
   return rc < 0 ? rc : EU_OK;
 }
 
@@ -1809,7 +1838,7 @@ int eu_store_kv_delete(eu_store *s, const char *key, size_t klen) {
   if ((rc = is_prepare(s, IS_KV_DEL, &st)) < 0) return rc;
   if ((rc = bind_key(s, st, 1, key, klen)) < 0) return rc;
   rc = is_step(s, st);
-  sqlite3_reset(st);
+  end_stmt(s, st);
   if (rc < 0) return rc;
   return sqlite3_changes(s->db) > 0;
 }
@@ -1843,7 +1872,7 @@ int eu_store_kv_list(eu_store *s, const eu_kv_range *r, eu_kv_each each, void *u
               sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1));
     if (rc != 0) break;
   }
-  sqlite3_reset(st);
+  end_stmt(s, st);
   return rc;
 }
 
@@ -1878,7 +1907,7 @@ int eu_store_get_alarm(eu_store *s, int *has, int64_t *at, int *retry) {
     *at = sqlite3_column_int64(st, 0);
     *retry = sqlite3_column_int(st, 1);
   }
-  sqlite3_reset(st);
+  end_stmt(s, st);
   if (rc < 0) return rc;
   /* a build with assertions reads the row every time, and checks what it would have answered */
   assert(!s->alarm_known || (s->alarm_has == *has && s->alarm_at == *at && s->alarm_retry == *retry));
@@ -1895,7 +1924,7 @@ int eu_store_set_alarm(eu_store *s, int64_t at, int retry) {
   sqlite3_bind_int64(st, 1, at);
   sqlite3_bind_int(st, 2, retry);
   rc = is_step(s, st);
-  sqlite3_reset(st);
+  end_stmt(s, st);
   if (rc < 0) return rc;
   s->alarm_dirty = 1;
   know_alarm(s, 1, at, retry);
