@@ -11,6 +11,15 @@
  * SQLite calls run on the thread of its world, but for serve's opening of
  * an object's file on the thread pool, after which the connection and its
  * meter move to the world's thread: one thread at a time touches a meter.
+ *
+ * Debian's SQLite is built without its lookaside (SQLITE_OMIT_LOOKASIDE),
+ * so every small block it wants for a statement (a column's text, a
+ * savepoint's bitmap, a record) is a malloc and a free. Each thread keeps
+ * its freed blocks of up to SPARE_MAX bytes for its next ones of the same
+ * size class, a few of each, as the lookaside would: the meters count
+ * what SQLite asked for either way. Under the fault simulation every
+ * allocation goes to the wrapped allocator, to be counted and failed
+ * there; under a sanitizer too, to keep its checks on every block.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,6 +27,7 @@
 
 #include <sqlite3.h>
 
+#include "faultsim.h"
 #include "sqlmem.h"
 
 /* The header before each block: 16 bytes keep SQLite's 8-byte alignment. */
@@ -56,12 +66,78 @@ static void count(eu_sqlmem *m, size_t n) {
   if (m->charging) m->charged += n;
 }
 
-static void *m_malloc(int n) {
-  eu_sqlmem *m = current;
+/* Spare blocks: a list a size class, 16 bytes apart, each block made
+ * with its class's whole size, so any request of the class fits it. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPARES 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPARES 0
+#endif
+#endif
+#ifndef SPARES
+#define SPARES 1
+#endif
+#define SPARE_MAX 1024
+#define SPARE_BYTES ((size_t)64 * 1024)  /* kept at most, a thread */
+
+typedef struct spares {
+  blk *head[SPARE_MAX / 16];
+  size_t bytes;
+} spares;
+
+static _Thread_local spares spare;
+static pthread_key_t spare_key;
+static int spare_keyed;
+
+static size_t class_size(size_t n) { return n == 0 ? 16 : (n + 15) & ~(size_t)15; }
+
+/* Whether n is a spare's size; the fault simulation is on or off for the
+ * whole process (main reads it first), so a block is one from its making. */
+static int spare_size(size_t n) { return SPARES && n <= SPARE_MAX && !eu_faultsim_active; }
+
+static blk *take_spare(size_t n) {
   blk *b;
-  if (n < 0 || n > 0x7fffffff - HDR) return NULL;
-  if (m && refuses(m, (size_t)n)) return NULL;
-  b = orig.xMalloc(n + HDR);
+  size_t c;
+  if (!spare_size(n)) return NULL;
+  c = class_size(n);
+  if (!(b = spare.head[c / 16 - 1])) return NULL;
+  spare.head[c / 16 - 1] = *(blk **)(b + 1);
+  spare.bytes -= c;
+  return b;
+}
+
+static int put_spare(blk *b) {
+  size_t c;
+  if (!spare_size(b->size) || !spare_keyed) return 0;
+  c = class_size(b->size);
+  if (spare.bytes + c > SPARE_BYTES) return 0;
+  /* the key's value only marks the thread for drop_spares at its exit */
+  if (!spare.bytes && pthread_setspecific(spare_key, &spare) != 0) return 0;
+  *(blk **)(b + 1) = spare.head[c / 16 - 1];
+  spare.head[c / 16 - 1] = b;
+  spare.bytes += c;
+  return 1;
+}
+
+/* At a thread's exit, its spares go back to the wrapped allocator. */
+static void drop_spares(void *unused) {
+  size_t i;
+  (void)unused;
+  for (i = 0; i < SPARE_MAX / 16; i++)
+    while (spare.head[i]) {
+      blk *b = spare.head[i];
+      spare.head[i] = *(blk **)(b + 1);
+      orig.xFree(b);
+    }
+  spare.bytes = 0;
+}
+
+/* A block of n bytes on meter m, which has let them through. */
+static void *new_block(eu_sqlmem *m, int n) {
+  blk *b;
+  if (!(b = take_spare((size_t)n)))
+    b = orig.xMalloc((int)(spare_size((size_t)n) ? class_size((size_t)n) : (size_t)n) + HDR);
   if (!b) return NULL;
   b->owner = m;
   b->size = (size_t)n;
@@ -70,6 +146,13 @@ static void *m_malloc(int n) {
     count(m, (size_t)n);
   }
   return b + 1;
+}
+
+static void *m_malloc(int n) {
+  eu_sqlmem *m = current;
+  if (n < 0 || n > 0x7fffffff - HDR) return NULL;
+  if (m && refuses(m, (size_t)n)) return NULL;
+  return new_block(m, n);
 }
 
 static void m_free(void *p) {
@@ -81,7 +164,7 @@ static void m_free(void *p) {
     __atomic_sub_fetch(&m->live, b->size, __ATOMIC_RELAXED);
     unref(m);
   }
-  orig.xFree(b);
+  if (!put_spare(b)) orig.xFree(b);
 }
 
 /* A block keeps its first owner when it grows: the bytes belong to the
@@ -96,6 +179,21 @@ static void *m_realloc(void *p, int n) {
   m = b->owner;
   old = b->size;
   if (m && (size_t)n > old && refuses(m, (size_t)n - old)) return NULL;
+  if (spare_size(old) || spare_size((size_t)n)) {
+    /* A block of a class stays one: it fits any size of its class, and
+     * moves to a new block, on its meter, for a size of another. */
+    void *q;
+    if (spare_size(old) && spare_size((size_t)n) && class_size((size_t)n) == class_size(old)) {
+      b->size = (size_t)n;
+      if (m && (size_t)n >= old) count(m, (size_t)n - old);
+      else if (m) __atomic_sub_fetch(&m->live, old - (size_t)n, __ATOMIC_RELAXED);
+      return p;
+    }
+    if (!(q = new_block(m, n))) return NULL;
+    memcpy(q, p, old < (size_t)n ? old : (size_t)n);
+    m_free(p);
+    return q;
+  }
   nb = orig.xRealloc(b, n + HDR);
   if (!nb) return NULL;
   nb->size = (size_t)n;
@@ -177,6 +275,7 @@ static void install_once(void) {
   /* Refused once SQLite is initialized: then it keeps its allocator. */
   installed = sqlite3_config(SQLITE_CONFIG_MALLOC, &m) == SQLITE_OK;
   if (!installed) return;
+  spare_keyed = pthread_key_create(&spare_key, drop_spares) == 0;
   /* No page cache made ahead: SQLite's default hands each connection 20
    * pages (about 87 KB) at its first page, where a small object's
    * database has a handful. Pages come one at a time instead, each an

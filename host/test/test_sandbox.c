@@ -231,6 +231,55 @@ static void test_sql_memory_is_counted_to_the_store_that_made_it(void) {
   eu_store_close(a);
 }
 
+/* Freed small blocks are kept for the next ones of their size (sqlmem.c's
+ * spares): whether a block is new or kept, grown in place or moved, the
+ * meter counts what SQLite holds, and a growth is judged by what it adds. */
+static void test_sql_blocks_kept_for_reuse_are_counted_as_new(void) {
+  eu_sqlmem *m = eu_sqlmem_new(), *prev;
+  char *p, *q;
+  int i;
+  ASSERT(eu_sqlmem_installed() && m);
+  prev = eu_sqlmem_enter(m);
+  for (i = 0; i < 3; i++) {  /* new, then kept ones */
+    p = sqlite3_malloc(104);
+    ASSERT(p);
+    ASSERT_EQ(m->live, 104);
+    ASSERT_EQ(m->refs, 2);
+    memset(p, 'a', 104);
+    sqlite3_free(p);
+    ASSERT_EQ(m->live, 0);
+    ASSERT_EQ(m->refs, 1);
+  }
+  p = sqlite3_malloc(104);
+  memset(p, 'b', 104);
+  p = sqlite3_realloc(p, 112);   /* the same size class */
+  ASSERT_EQ(m->live, 112);
+  p = sqlite3_realloc(p, 2000);  /* past the kept sizes */
+  ASSERT_EQ(m->live, 2000);
+  ASSERT(p[0] == 'b' && p[103] == 'b');
+  p = sqlite3_realloc(p, 48);    /* back among them */
+  ASSERT_EQ(m->live, 48);
+  ASSERT(p[0] == 'b' && p[47] == 'b');
+  /* near the limit, a growth to another class needs only the bytes it adds */
+  m->limit = 1000;
+  m->enforce = 1;
+  q = sqlite3_realloc(p, 904);
+  ASSERT(q);
+  p = sqlite3_realloc(q, 952);
+  ASSERT(p);
+  ASSERT_EQ(m->live, 952);
+  ASSERT(!m->refused);
+  ASSERT(!sqlite3_realloc(p, 1048));  /* past it */
+  ASSERT(m->refused);
+  ASSERT_EQ(m->live, 952);
+  m->enforce = 0;
+  sqlite3_free(p);
+  ASSERT_EQ(m->live, 0);
+  ASSERT_EQ(m->refs, 1);
+  eu_sqlmem_leave(prev);
+  eu_sqlmem_release(m);
+}
+
 static void test_the_memory_limit_refuses_user_sql_as_the_objects_failure(void) {
   eu_store *s = open_store(NULL);
   size_t isolate = 7u << 20;
@@ -313,6 +362,7 @@ static const eu_test tests[] = {
   T(test_a_turn_sqlite_ended_can_only_end),
   T(test_a_commit_the_disk_refuses_is_rolled_back_and_the_store_goes_on),
   T(test_sql_memory_is_counted_to_the_store_that_made_it),
+  T(test_sql_blocks_kept_for_reuse_are_counted_as_new),
   T(test_the_memory_limit_refuses_user_sql_as_the_objects_failure),
   T(test_a_closed_gate_refuses_every_storage_call),
   T(test_engine_rows_that_break_invariants_are_clear_errors),
