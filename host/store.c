@@ -156,6 +156,11 @@ struct eu_store {
    * on, a reopened or restored database, the host's other SQL. */
   int alarm_known, alarm_has, alarm_retry;
   int64_t alarm_at;
+  /* In baseline mode, what was known of the alarm row as each open
+   * checkpoint's savepoint began, oldest first: a rollback to one returns
+   * the row to that (ck_alarm_lost: one could not be kept, so none is). */
+  struct ck_alarm { int known, has, retry; int64_t at; } *ck_alarm;
+  int nck_alarm, ck_alarm_cap, ck_alarm_lost;
   sqlite3_int64 turn_changes;  /* sqlite3_total_changes64 when the turn began */
   int turn_writer;     /* the turn ran a user statement that is not read-only (DDL changes no row) */
   uint64_t tick;
@@ -283,6 +288,31 @@ static void know_alarm(eu_store *s, int has, int64_t at, int retry) {
   s->alarm_has = has;
   s->alarm_at = at;
   s->alarm_retry = retry;
+}
+
+/* The alarm row as checkpoint i (from the oldest) began, after a rollback to it. */
+static void recall_alarm(eu_store *s, int i) {
+  if (s->ck_alarm_lost || i < 0 || i >= s->nck_alarm || !s->ck_alarm[i].known) forget_alarm(s);
+  else know_alarm(s, s->ck_alarm[i].has, s->ck_alarm[i].at, s->ck_alarm[i].retry);
+}
+
+static void keep_ck_alarm(eu_store *s) {
+  struct ck_alarm *a = s->ck_alarm;
+  if (s->ck_alarm_lost) return;
+  if (s->nck_alarm == s->ck_alarm_cap) {
+    int cap = s->ck_alarm_cap ? s->ck_alarm_cap * 2 : 16;
+    if (!(a = realloc(s->ck_alarm, (size_t)cap * sizeof *a))) {
+      s->ck_alarm_lost = 1;
+      return;
+    }
+    s->ck_alarm = a;
+    s->ck_alarm_cap = cap;
+  }
+  a[s->nck_alarm].known = s->alarm_known;
+  a[s->nck_alarm].has = s->alarm_has;
+  a[s->nck_alarm].at = s->alarm_at;
+  a[s->nck_alarm].retry = s->alarm_retry;
+  s->nck_alarm++;
 }
 
 static void note_lost(eu_store *s, int rc) {
@@ -923,6 +953,7 @@ static char *copy_text(const char *p, int *failed) {
 
 static void free_store(eu_store *s) {
   eu_sqlmem_release(s->mem);
+  free(s->ck_alarm);
   free(s->path);
   free(s->first);
   free(s->then);
@@ -1551,6 +1582,7 @@ int eu_store_baseline_begin(eu_store *s) {
   s->txn_open = 0;
   s->turn = s->turn_on_ck = s->ck_fresh = 0;
   s->depth = 0;
+  s->nck_alarm = s->ck_alarm_lost = 0;
   return EU_OK;
 }
 
@@ -1561,6 +1593,7 @@ int eu_store_baseline_end(eu_store *s) {
   if (!sqlite3_get_autocommit(s->db)) rc = is_run(s, IS_ROLLBACK);
   s->baseline = s->turn = s->turn_on_ck = s->ck_fresh = s->depth = 0;
   s->alarm_dirty = 0;
+  s->nck_alarm = 0;
   return rc;
 }
 
@@ -1579,6 +1612,7 @@ int eu_store_baseline_commit(eu_store *s) {
   }
   else rc = commit_all(s);
   s->baseline = s->turn = s->turn_on_ck = s->ck_fresh = s->depth = 0;
+  s->nck_alarm = 0;
   return rc;
 }
 
@@ -1587,6 +1621,7 @@ int eu_store_checkpoint(eu_store *s) {
   if (sqlite3_get_autocommit(s->db)) return fail(s, EU_ESQL, "the run's transaction was rolled back by SQLite");
   if (is_run(s, IS_CK_BEGIN) < 0) return EU_ESQL;
   s->ck_fresh = 1;
+  keep_ck_alarm(s);
   return EU_OK;
 }
 
@@ -1601,9 +1636,15 @@ int eu_store_checkpoint_back(eu_store *s, int n, int keep, int alarm_dirty) {
    * savepoint open: the kept mark, which is the database again. */
   for (; n > 1 && rc == EU_OK; n--)
     if (is_run(s, IS_CK_RELEASE) < 0) rc = EU_ESQL;
+    else if (s->nck_alarm > 0) s->nck_alarm--;
   if (n == 1 && rc == EU_OK) {
-    if (is_run(s, IS_CK_ROLLBACK) < 0 || (!keep && is_run(s, IS_CK_RELEASE) < 0)) rc = EU_ESQL;
-    else s->ck_fresh = keep;
+    if (is_run(s, IS_CK_ROLLBACK) < 0 || (!keep && is_run(s, IS_CK_RELEASE) < 0)) {
+      rc = EU_ESQL;
+    } else {
+      s->ck_fresh = keep;
+      recall_alarm(s, s->nck_alarm - 1);
+      if (!keep && s->nck_alarm > 0) s->nck_alarm--;
+    }
   }
   s->turn = s->turn_on_ck = s->depth = s->txn_open = 0;
   s->alarm_dirty = alarm_dirty;
@@ -1705,7 +1746,10 @@ int eu_store_rollback(eu_store *s) {
     if (on_ck) {
       /* ROLLBACK TO leaves the checkpoint's savepoint open, as it began */
       rc = is_run(s, IS_CK_ROLLBACK);
-      if (rc == EU_OK) s->ck_fresh = 1;
+      if (rc == EU_OK) {
+        s->ck_fresh = 1;
+        recall_alarm(s, s->nck_alarm - 1);
+      }
       return rc;
     }
     rc = is_run(s, IS_TURN_ROLLBACK);

@@ -527,6 +527,58 @@ static void test_delete_all_is_undone_by_a_checkpoint(void) {
   eu_store_close(s);
 }
 
+/* A return to a checkpoint brings back the alarm row as that checkpoint
+ * began, whichever marks above it go: the store answers from what it knew
+ * then, without reading the row (a build with assertions reads it too,
+ * and checks the answer). */
+static void test_alarm_as_each_checkpoint_began(void) {
+  eu_store *s = open_store();
+  int has, retry;
+  int64_t at;
+  ASSERT_OK(eu_store_baseline_begin(s));
+  ASSERT_OK(eu_store_set_alarm(s, 1000, 0));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_checkpoint(s));                /* 1: 1000 */
+  ASSERT_OK(eu_store_set_alarm(s, 2000, 1));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_checkpoint(s));                /* 2: 2000, retry 1 */
+  ASSERT_OK(eu_store_set_alarm(s, 3000, 0));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_checkpoint(s));                /* 3: 3000 */
+  ASSERT_OK(eu_store_delete_alarm(s));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_checkpoint_back(s, 2, 1, 0));  /* back to 2, kept */
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT(has && at == 2000 && retry == 1);
+  ASSERT_OK(eu_store_set_alarm(s, 4000, 0));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_checkpoint(s));                /* 3 again: 4000 */
+  ASSERT_OK(eu_store_delete_alarm(s));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 1, 0));  /* 3, kept */
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT(has && at == 4000 && retry == 0);
+  ASSERT_OK(eu_store_set_alarm(s, 5000, 0));        /* a turn on the fresh mark, rolled back */
+  ASSERT_OK(eu_store_rollback(s));
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT(has && at == 4000);
+  ASSERT_OK(eu_store_checkpoint_back(s, 3, 0, 0));  /* 1, forgotten */
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT(has && at == 1000 && retry == 0);
+  ASSERT_OK(eu_store_delete_alarm(s));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_checkpoint(s));                /* 1 again: none */
+  ASSERT_OK(eu_store_set_alarm(s, 6000, 2));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 0, 0));
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT_EQ(has, 0);
+  ASSERT_OK(eu_store_baseline_end(s));
+  ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
+  ASSERT_EQ(has, 0);  /* the baseline's start: no alarm */
+  eu_store_close(s);
+}
+
 /* A mark kept by checkpoint_back is a mark again: a later return to it,
  * after more writes, finds the same state, and the marks made before it
  * still count (the world keeps the checkpoint it rewinds to). */
@@ -1482,6 +1534,7 @@ static const test tests[] = {
   T(lazy_test_delete_all_drops_everything_but_the_host_tables),
   T(test_delete_all_is_undone_by_a_checkpoint),
   T(test_checkpoint_back_keeps_the_mark),
+  T(test_alarm_as_each_checkpoint_began),
   T(test_turns_on_a_fresh_checkpoint),
   T(test_delete_all_is_one_unit),
   T(test_delete_all_drops_children_before_their_parents),
