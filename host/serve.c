@@ -299,6 +299,7 @@ struct server {
   int capws;
   eu_buf ws_held;
   size_t ws_held_off;       /* what of ws_held is sent */
+  size_t ws_held_stamped;   /* what of ws_held has the commits it needs set (stamp_ws_held) */
   uint64_t nws;             /* clients connected: their labels */
   int64_t swept_clock;      /* --test-clock's time at the last eviction */
   int64_t last_emfile;
@@ -2146,10 +2147,14 @@ static void become_websocket(conn *c, int64_t sock) {
   request_pump(s);  /* what the object sent before the client came leaves in the next pump */
 }
 
+/* The commits a held message needs, until the pump that commits the turn
+ * that sent it sets them (stamp_ws_held). */
+#define WS_UNSTAMPED UINT64_MAX
+
 /* The world's ws_out: what an object sent, held until durable. */
 static void on_ws_out(void *ud, int64_t sock, int op, int code, const char *data, size_t len) {
   server *s = ud;
-  uint64_t need = s->written;
+  uint64_t need = WS_UNSTAMPED;
   if (eu_buf_put(&s->ws_held, &sock, sizeof sock) != EU_OK || eu_buf_put(&s->ws_held, &need, sizeof need) != EU_OK ||
       eu_ws_record_put(&s->ws_held, op, code, 0, data, len) != EU_OK)
     fprintf(stderr, "eutaxy serve: out of memory: a WebSocket message of %zu bytes is dropped\n", len);
@@ -2174,13 +2179,33 @@ static void deliver_ws(server *s, int64_t sock, int op, int code, const char *da
   write_ws(c);
 }
 
+/* Stamps what objects sent since the last pump with the commits written
+ * now, as an answer is stamped: the pump has just committed the turns that
+ * sent them, so each waits for its own turn's writes too. */
+static void stamp_ws_held(server *s) {
+  const char *rec = s->ws_held.p + s->ws_held_stamped, *data;
+  size_t n = s->ws_held.n - s->ws_held_stamped, len;
+  int op, code;
+  int64_t at;
+  while (n >= 16) {
+    memcpy(s->ws_held.p + (rec - s->ws_held.p) + 8, &s->written, sizeof s->written);
+    rec += 16;
+    n -= 16;
+    if (!eu_ws_record_get(&rec, &n, &op, &code, &at, &data, &len)) break;
+  }
+  s->ws_held_stamped = s->ws_held.n - n;
+}
+
 /* Sends, in order, what objects sent whose commits are durable now. */
 static void send_ws_held(server *s) {
-  const char *p = s->ws_held.p + s->ws_held_off, *data;
-  size_t n = s->ws_held.n - s->ws_held_off, len;
+  const char *p, *data;
+  size_t n, len;
   int op, code;
   int64_t sock, at;
   uint64_t need;
+  stamp_ws_held(s);
+  p = s->ws_held.p + s->ws_held_off;
+  n = s->ws_held.n - s->ws_held_off;
   while (n >= 16) {
     const char *rec = p;
     size_t left;
@@ -2198,6 +2223,7 @@ static void send_ws_held(server *s) {
   if (s->ws_held_off == s->ws_held.n) {
     s->ws_held.n = 0;
     s->ws_held_off = 0;
+    s->ws_held_stamped = 0;
   }
 }
 

@@ -29,10 +29,11 @@ end
 
 -- A long-lived set of clients that take commands (wsclient.py hold):
 -- two FIFOs carry its commands and its answers.
-local function hold(state, url, n)
+local function hold(state, url, n, env)
   local dir = state .. ".fifo"
   h.sh(("mkdir -p %s && mkfifo %s/cmd %s/out"):format(dir, dir, dir))
-  os.execute(("%s %s hold %s %d < %s/cmd > %s/out 2>%s/err &"):format(PY, CLIENT, url, n, dir, dir, dir))
+  os.execute(("%s%s %s hold %s %d < %s/cmd > %s/out 2>%s/err &")
+    :format(env and env .. " " or "", PY, CLIENT, url, n, dir, dir, dir))
   local clients = { cmd = assert(io.open(dir .. "/cmd", "w")), out = assert(io.open(dir .. "/out", "r")), dir = dir }
   local ready = clients.out:read("l")
   assert(ready == "ready", (ready or "") .. h.sh("cat " .. dir .. "/err"))
@@ -98,6 +99,45 @@ describe("eutaxy serve with WebSockets", function()
     assert.equal("c1,all", doc.got[2][4])
     clients.finish()
     assert.equal(0, h.stop(server))
+  end)
+
+  -- The server preloads spec/helpers/synclog.c, which adds "sync" to a log
+  -- as each fsync, fdatasync or syncfs returns; the client adds "sent" and
+  -- "got" to the same log. A message sent in a turn that wrote must come
+  -- after a sync that began after that turn: after the "sent" of the message
+  -- that started the turn. (A server that let it go at once would mostly
+  -- show no sync in between; one that holds it always does.)
+  it("holds what an object sends until the writes of the turn that sent it are durable", function()
+    local preload = os.getenv("EUTAXY_SYNCLOG")
+    if not preload then return pending("EUTAXY_SYNCLOG (the built spec/helpers/synclog.c) is not set: run it with ctest") end
+    local log = state .. ".order"
+    local asan = os.getenv("ASAN_OPTIONS")
+    -- the preload comes before the sanitizer's runtime, which asks to be first
+    local env = ("LD_PRELOAD=%s EUTAXY_SYNC_LOG=%s ASAN_OPTIONS=%s"):format(preload, log,
+      ((asan and asan ~= "") and asan .. ":" or "") .. "verify_asan_link_order=0")
+    local server = h.start(state, "--test-clock " .. START, CONFIG, nil, env)
+    local clients = hold(state, ("ws://127.0.0.1:%s/r/lobby"):format(server.port), 1, "EUTAXY_SYNC_LOG=" .. log)
+    for k = 1, 5 do
+      clients.ask("send 0 memory")
+      local doc = clients.ask("expect " .. k, true)
+      assert.equal("remembered", doc.got[1][k])
+    end
+    clients.finish()
+    assert.equal(0, h.stop(server))
+    local lines, rounds = {}, 0
+    for line in io.lines(log) do lines[#lines + 1] = line end
+    for i, line in ipairs(lines) do
+      if line == "got remembered" then
+        local synced = false
+        for j = i - 1, 1, -1 do
+          if lines[j] == "sent memory" then break end
+          synced = synced or lines[j] == "sync"
+        end
+        assert.is_true(synced, "a message left before its turn's writes were synced:\n" .. table.concat(lines, "\n"))
+        rounds = rounds + 1
+      end
+    end
+    assert.equal(5, rounds)
   end)
 
   it("closes every socket with 1012 when it stops, as a deploy does", function()

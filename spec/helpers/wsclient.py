@@ -13,6 +13,10 @@
 
 Every result is one JSON line on stdout; every wait has a timeout, so a
 server that never answers fails the spec instead of hanging it.
+
+With EUTAXY_SYNC_LOG set, hold also adds to that file a line "sent TEXT"
+before each send and "got MESSAGE" as each message arrives, beside the
+"sync" lines of a server that preloads spec/helpers/synclog.c.
 """
 import asyncio
 import base64
@@ -25,6 +29,13 @@ import sys
 import websockets
 
 TIMEOUT = 30
+
+
+def log(line):
+    path = os.environ.get("EUTAXY_SYNC_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(line + "\n")
 
 
 async def join(url, name):
@@ -61,6 +72,7 @@ async def hold(url, n):
         try:
             async for m in ws:
                 got[i].append(m if isinstance(m, str) else "binary:" + m.hex())
+                log("got " + got[i][-1])
                 async with arrived:
                     arrived.notify_all()
         except websockets.ConnectionClosed:
@@ -82,6 +94,7 @@ async def hold(url, n):
             print("said", flush=True)
         elif cmd.startswith("send "):
             _, i, text = cmd.split(" ", 2)
+            log("sent " + text)
             await clients[int(i)].send(text)
             print("sent", flush=True)
         elif cmd.startswith("expect "):
