@@ -363,6 +363,14 @@ typedef struct wck {
 /* ---- helpers ---------------------------------------------------------- */
 
 
+/* s into out (n bytes), cut to fit: snprintf's "%s" without its parser,
+ * for the labels every step copies. */
+static void copy_text(char *out, size_t n, const char *s) {
+  size_t len = strnlen(s, n - 1);
+  memcpy(out, s, len);
+  out[len] = '\0';
+}
+
 /* A copy of n bytes, NUL-terminated. */
 static char *dupmem(const char *p, size_t n) {
   char *d = malloc(n + 1);
@@ -762,7 +770,7 @@ static int new_root(eu_world *w, const char *event, int delivery) {
     w->roots = r;
     w->caproots = cap;
   }
-  snprintf(w->roots[w->nroots].event, sizeof w->roots[w->nroots].event, "%.63s", event);
+  copy_text(w->roots[w->nroots].event, sizeof w->roots[w->nroots].event, event);
   w->roots[w->nroots].delivery = delivery;
   w->roots[w->nroots].sub[0] = '\0';
   w->roots[w->nroots].effects = 0;
@@ -1435,8 +1443,8 @@ static eu_task *new_task(eu_world *w, int kind, eu_object *obj, const char *meth
   t->fnref = LUA_NOREF;
   t->root = -1;
   t->effect = -1;
-  snprintf(t->method, sizeof t->method, "%s", method ? method : "");
-  snprintf(t->label, sizeof t->label, "%s", label);
+  copy_text(t->method, sizeof t->method, method ? method : "");
+  copy_text(t->label, sizeof t->label, label);
   t->next = w->tasks;
   w->tasks = t;
   return t;
