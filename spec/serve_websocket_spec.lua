@@ -111,6 +111,7 @@ describe("eutaxy serve with WebSockets", function()
     local preload = os.getenv("EUTAXY_SYNCLOG")
     if not preload then return pending("EUTAXY_SYNCLOG (the built spec/helpers/synclog.c) is not set: run it with ctest") end
     local log = state .. ".order"
+    finally(function() os.remove(log) end)
     local asan = os.getenv("ASAN_OPTIONS")
     -- the preload comes before the sanitizer's runtime, which asks to be first
     local env = ("LD_PRELOAD=%s EUTAXY_SYNC_LOG=%s ASAN_OPTIONS=%s"):format(preload, log,
