@@ -156,11 +156,11 @@ struct eu_store {
    * on, a reopened or restored database, the host's other SQL. */
   int alarm_known, alarm_has, alarm_retry;
   int64_t alarm_at;
-  /* In baseline mode, what was known of the alarm row as each open
-   * checkpoint's savepoint began, oldest first: a rollback to one returns
-   * the row to that (ck_alarm_lost: one could not be kept, so none is). */
-  struct ck_alarm { int known, has, retry; int64_t at; } *ck_alarm;
-  int nck_alarm, ck_alarm_cap, ck_alarm_lost;
+  /* In baseline mode, the alarm row as each open checkpoint's savepoint
+   * began, oldest first: its dirty flag and what was known of it. A
+   * return to a checkpoint brings them back. */
+  struct ck_alarm { int dirty, known, has, retry; int64_t at; } *ck_alarm;
+  int nck_alarm, ck_alarm_cap;
   sqlite3_int64 turn_changes;  /* sqlite3_total_changes64 when the turn began */
   int turn_writer;     /* the turn ran a user statement that is not read-only (DDL changes no row) */
   uint64_t tick;
@@ -290,29 +290,32 @@ static void know_alarm(eu_store *s, int has, int64_t at, int retry) {
   s->alarm_retry = retry;
 }
 
-/* The alarm row as checkpoint i (from the oldest) began, after a rollback to it. */
-static void recall_alarm(eu_store *s, int i) {
-  if (s->ck_alarm_lost || i < 0 || i >= s->nck_alarm || !s->ck_alarm[i].known) forget_alarm(s);
-  else know_alarm(s, s->ck_alarm[i].has, s->ck_alarm[i].at, s->ck_alarm[i].retry);
+/* What was known of the alarm row as the innermost open checkpoint began,
+ * after a rollback to it. */
+static void recall_alarm(eu_store *s) {
+  const struct ck_alarm *a = s->nck_alarm > 0 ? &s->ck_alarm[s->nck_alarm - 1] : NULL;
+  if (a && a->known) know_alarm(s, a->has, a->at, a->retry);
+  else forget_alarm(s);
 }
 
-static void keep_ck_alarm(eu_store *s) {
+static int fail(eu_store *s, int code, const char *msg);
+
+/* Keeps the alarm row as a new checkpoint begins. */
+static int keep_ck_alarm(eu_store *s) {
   struct ck_alarm *a = s->ck_alarm;
-  if (s->ck_alarm_lost) return;
   if (s->nck_alarm == s->ck_alarm_cap) {
     int cap = s->ck_alarm_cap ? s->ck_alarm_cap * 2 : 16;
-    if (!(a = realloc(s->ck_alarm, (size_t)cap * sizeof *a))) {
-      s->ck_alarm_lost = 1;
-      return;
-    }
+    if (!(a = realloc(s->ck_alarm, (size_t)cap * sizeof *a))) return fail(s, EU_ENOMEM, "out of memory");
     s->ck_alarm = a;
     s->ck_alarm_cap = cap;
   }
+  a[s->nck_alarm].dirty = s->alarm_dirty;
   a[s->nck_alarm].known = s->alarm_known;
   a[s->nck_alarm].has = s->alarm_has;
   a[s->nck_alarm].at = s->alarm_at;
   a[s->nck_alarm].retry = s->alarm_retry;
   s->nck_alarm++;
+  return EU_OK;
 }
 
 static void note_lost(eu_store *s, int rc) {
@@ -698,21 +701,23 @@ static int is_compile(eu_store *s, int which) {
   return rc == SQLITE_OK ? EU_OK : fail_sql(s, rc);
 }
 
-/* What a step of st did to rows_open. */
+/* What a step of st that returned rc did to rows_open (a reset ends it as
+ * SQLITE_DONE does). */
 static void note_step(eu_store *s, const sqlite3_stmt *st, int rc) {
-  if (rc == SQLITE_ROW) {
-    if (!s->rows_open) s->row_of = st;
-    if (s->row_of != st) s->rows_open = 2;
-    else if (!s->rows_open) s->rows_open = 1;
-  } else if (s->rows_open == 1 && s->row_of == st) {
-    s->rows_open = 0;
+  if (rc != SQLITE_ROW) {
+    if (s->rows_open == 1 && s->row_of == st) s->rows_open = 0;
+  } else if (!s->rows_open) {
+    s->rows_open = 1;
+    s->row_of = st;
+  } else if (s->row_of != st) {
+    s->rows_open = 2;
   }
 }
 
 /* sqlite3_reset, keeping rows_open. */
 static void end_stmt(eu_store *s, sqlite3_stmt *st) {
   sqlite3_reset(st);
-  if (s->rows_open == 1 && s->row_of == st) s->rows_open = 0;
+  note_step(s, st, SQLITE_DONE);
 }
 
 static int is_prepare(eu_store *s, int which, sqlite3_stmt **out) {
@@ -1582,7 +1587,7 @@ int eu_store_baseline_begin(eu_store *s) {
   s->txn_open = 0;
   s->turn = s->turn_on_ck = s->ck_fresh = 0;
   s->depth = 0;
-  s->nck_alarm = s->ck_alarm_lost = 0;
+  s->nck_alarm = 0;
   return EU_OK;
 }
 
@@ -1619,13 +1624,16 @@ int eu_store_baseline_commit(eu_store *s) {
 int eu_store_checkpoint(eu_store *s) {
   if (!s->baseline || s->turn || s->depth) return fail(s, EU_EINVAL, "a checkpoint needs a run's transaction and no turn");
   if (sqlite3_get_autocommit(s->db)) return fail(s, EU_ESQL, "the run's transaction was rolled back by SQLite");
-  if (is_run(s, IS_CK_BEGIN) < 0) return EU_ESQL;
+  if (keep_ck_alarm(s) < 0) return EU_ENOMEM;
+  if (is_run(s, IS_CK_BEGIN) < 0) {
+    s->nck_alarm--;
+    return EU_ESQL;
+  }
   s->ck_fresh = 1;
-  keep_ck_alarm(s);
   return EU_OK;
 }
 
-int eu_store_checkpoint_back(eu_store *s, int n, int keep, int alarm_dirty) {
+int eu_store_checkpoint_back(eu_store *s, int n, int keep) {
   int rc = EU_OK;
   if (!s->baseline || sqlite3_get_autocommit(s->db)) return fail(s, EU_ESQL, "the run's transaction was rolled back by SQLite");
   reset_busy(s);
@@ -1642,12 +1650,13 @@ int eu_store_checkpoint_back(eu_store *s, int n, int keep, int alarm_dirty) {
       rc = EU_ESQL;
     } else {
       s->ck_fresh = keep;
-      recall_alarm(s, s->nck_alarm - 1);
+      recall_alarm(s);
+      /* the flag as the checkpoint began (no record of it: dirty, so the host reads the row) */
+      s->alarm_dirty = s->nck_alarm > 0 ? s->ck_alarm[s->nck_alarm - 1].dirty : 1;
       if (!keep && s->nck_alarm > 0) s->nck_alarm--;
     }
   }
   s->turn = s->turn_on_ck = s->depth = s->txn_open = 0;
-  s->alarm_dirty = alarm_dirty;
   return rc;
 }
 
@@ -1748,7 +1757,7 @@ int eu_store_rollback(eu_store *s) {
       rc = is_run(s, IS_CK_ROLLBACK);
       if (rc == EU_OK) {
         s->ck_fresh = 1;
-        recall_alarm(s, s->nck_alarm - 1);
+        recall_alarm(s);
       }
       return rc;
     }

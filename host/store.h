@@ -205,11 +205,11 @@ int eu_store_prepare_turns(eu_store *s);
  * state instead of running up to it again: eu_store_checkpoint marks the
  * database as it is (no turn may be open); eu_store_checkpoint_back(n)
  * returns it to the n-th latest mark and forgets those n marks, with the
- * alarm's dirty flag as it was then; with keep, the n-th stays, as if
- * made again just now. Either fails once SQLite has ended the run's
- * transaction by itself. */
+ * alarm row (its dirty flag, and what the store knew of it) as it was
+ * then; with keep, the n-th stays, as if made again just now. Either
+ * fails once SQLite has ended the run's transaction by itself. */
 int eu_store_checkpoint(eu_store *s);
-int eu_store_checkpoint_back(eu_store *s, int n, int keep, int alarm_dirty);
+int eu_store_checkpoint_back(eu_store *s, int n, int keep);
 int eu_store_baseline_end(eu_store *s);
 int eu_store_baseline_lost(eu_store *s);
 /* When lost: the SQLite primary code (SQLITE_FULL, SQLITE_NOMEM,

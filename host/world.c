@@ -66,7 +66,6 @@ typedef struct ck_img {
 
 typedef struct ck_mark {
   int depth;          /* a savepoint of its store was made at this checkpoint */
-  int alarm_dirty;
 } ck_mark;
 
 #define KEPT_HEAP 1
@@ -365,7 +364,7 @@ typedef struct wck {
 
 /* s into out (n bytes), cut to fit: snprintf's "%s" without its parser,
  * for the labels every step copies. */
-static void copy_text(char *out, size_t n, const char *s) {
+static void copy_label(char *out, size_t n, const char *s) {
   size_t len = strnlen(s, n - 1);
   memcpy(out, s, len);
   out[len] = '\0';
@@ -770,7 +769,7 @@ static int new_root(eu_world *w, const char *event, int delivery) {
     w->roots = r;
     w->caproots = cap;
   }
-  copy_text(w->roots[w->nroots].event, sizeof w->roots[w->nroots].event, event);
+  copy_label(w->roots[w->nroots].event, sizeof w->roots[w->nroots].event, event);
   w->roots[w->nroots].delivery = delivery;
   w->roots[w->nroots].sub[0] = '\0';
   w->roots[w->nroots].effects = 0;
@@ -1443,8 +1442,8 @@ static eu_task *new_task(eu_world *w, int kind, eu_object *obj, const char *meth
   t->fnref = LUA_NOREF;
   t->root = -1;
   t->effect = -1;
-  copy_text(t->method, sizeof t->method, method ? method : "");
-  copy_text(t->label, sizeof t->label, label);
+  copy_label(t->method, sizeof t->method, method ? method : "");
+  copy_label(t->label, sizeof t->label, label);
   t->next = w->tasks;
   w->tasks = t;
   return t;
@@ -4147,7 +4146,6 @@ static void store_mark(eu_world *w, eu_object *o) {
     return;
   }
   o->marks[o->nmarks].depth = w->ck_depth;
-  o->marks[o->nmarks].alarm_dirty = eu_store_alarm_dirty(o->store);
   o->nmarks++;
 }
 
@@ -4516,7 +4514,7 @@ int eu_world_rewind(eu_world *w, int j) {
         memcpy(&at_j, c->blob.p + (size_t)i * sizeof *o + offsetof(eu_object, store), sizeof at_j);
         keep = at_j == o->store;
       }
-      if (eu_store_checkpoint_back(o->store, o->nmarks - m, keep, o->marks[m].alarm_dirty) != EU_OK) ok = 0;
+      if (eu_store_checkpoint_back(o->store, o->nmarks - m, keep) != EU_OK) ok = 0;
       o->marks[m].depth = j;
       o->nmarks = m + keep;
       o->ck_kept = keep ? o->ck_kept | KEPT_STORE : o->ck_kept & ~KEPT_STORE;

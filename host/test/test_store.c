@@ -328,7 +328,7 @@ static void test_alarm_read_after_every_undo(void) {
   ASSERT_OK(eu_store_commit(s));
   ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
   ASSERT_EQ(has, 0);
-  ASSERT_OK(eu_store_checkpoint_back(s, 1, 0, 0));
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 0));
   ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
   ASSERT(has && at == 1000);
   /* the run's transaction ended without a commit */
@@ -519,7 +519,7 @@ static void test_delete_all_is_undone_by_a_checkpoint(void) {
   ASSERT_OK(eu_store_commit(s));
   ASSERT_OK(sql_run(s, "CREATE TABLE t (other)"));
   ASSERT_OK(eu_store_commit(s));
-  ASSERT_OK(eu_store_checkpoint_back(s, 1, 0, 0));
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 0));
   ASSERT_EQ(scalar(s, "SELECT sum(x) FROM t"), 3);
   ASSERT_EQ(alarm_at(s), 1000);
   ASSERT_OK(eu_store_rollback(s));
@@ -528,9 +528,9 @@ static void test_delete_all_is_undone_by_a_checkpoint(void) {
 }
 
 /* A return to a checkpoint brings back the alarm row as that checkpoint
- * began, whichever marks above it go: the store answers from what it knew
- * then, without reading the row (a build with assertions reads it too,
- * and checks the answer). */
+ * began, whichever marks above it go: its dirty flag, and the answer,
+ * from what the store knew then, without reading the row (a build with
+ * assertions reads it too, and checks the answer). */
 static void test_alarm_as_each_checkpoint_began(void) {
   eu_store *s = open_store();
   int has, retry;
@@ -538,7 +538,8 @@ static void test_alarm_as_each_checkpoint_began(void) {
   ASSERT_OK(eu_store_baseline_begin(s));
   ASSERT_OK(eu_store_set_alarm(s, 1000, 0));
   ASSERT_OK(eu_store_commit(s));
-  ASSERT_OK(eu_store_checkpoint(s));                /* 1: 1000 */
+  eu_store_clear_alarm_dirty(s);
+  ASSERT_OK(eu_store_checkpoint(s));                /* 1: 1000, clean */
   ASSERT_OK(eu_store_set_alarm(s, 2000, 1));
   ASSERT_OK(eu_store_commit(s));
   ASSERT_OK(eu_store_checkpoint(s));                /* 2: 2000, retry 1 */
@@ -547,7 +548,9 @@ static void test_alarm_as_each_checkpoint_began(void) {
   ASSERT_OK(eu_store_checkpoint(s));                /* 3: 3000 */
   ASSERT_OK(eu_store_delete_alarm(s));
   ASSERT_OK(eu_store_commit(s));
-  ASSERT_OK(eu_store_checkpoint_back(s, 2, 1, 0));  /* back to 2, kept */
+  eu_store_clear_alarm_dirty(s);
+  ASSERT_OK(eu_store_checkpoint_back(s, 2, 1));     /* back to 2, kept */
+  ASSERT(eu_store_alarm_dirty(s));                  /* as 2 began: set since 1 */
   ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
   ASSERT(has && at == 2000 && retry == 1);
   ASSERT_OK(eu_store_set_alarm(s, 4000, 0));
@@ -555,14 +558,15 @@ static void test_alarm_as_each_checkpoint_began(void) {
   ASSERT_OK(eu_store_checkpoint(s));                /* 3 again: 4000 */
   ASSERT_OK(eu_store_delete_alarm(s));
   ASSERT_OK(eu_store_commit(s));
-  ASSERT_OK(eu_store_checkpoint_back(s, 1, 1, 0));  /* 3, kept */
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 1));     /* 3, kept */
   ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
   ASSERT(has && at == 4000 && retry == 0);
   ASSERT_OK(eu_store_set_alarm(s, 5000, 0));        /* a turn on the fresh mark, rolled back */
   ASSERT_OK(eu_store_rollback(s));
   ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
   ASSERT(has && at == 4000);
-  ASSERT_OK(eu_store_checkpoint_back(s, 3, 0, 0));  /* 1, forgotten */
+  ASSERT_OK(eu_store_checkpoint_back(s, 3, 0));     /* 1, forgotten */
+  ASSERT(!eu_store_alarm_dirty(s));                 /* as 1 began */
   ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
   ASSERT(has && at == 1000 && retry == 0);
   ASSERT_OK(eu_store_delete_alarm(s));
@@ -570,7 +574,7 @@ static void test_alarm_as_each_checkpoint_began(void) {
   ASSERT_OK(eu_store_checkpoint(s));                /* 1 again: none */
   ASSERT_OK(eu_store_set_alarm(s, 6000, 2));
   ASSERT_OK(eu_store_commit(s));
-  ASSERT_OK(eu_store_checkpoint_back(s, 1, 0, 0));
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 0));
   ASSERT_OK(eu_store_get_alarm(s, &has, &at, &retry));
   ASSERT_EQ(has, 0);
   ASSERT_OK(eu_store_baseline_end(s));
@@ -596,15 +600,15 @@ static void test_checkpoint_back_keeps_the_mark(void) {
   ASSERT_OK(eu_store_checkpoint(s));             /* 3: sum 111 */
   ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (1000)"));
   ASSERT_OK(eu_store_commit(s));
-  ASSERT_OK(eu_store_checkpoint_back(s, 2, 1, 0));  /* back to 2, kept */
+  ASSERT_OK(eu_store_checkpoint_back(s, 2, 1));     /* back to 2, kept */
   ASSERT_EQ(scalar(s, "SELECT sum(x) FROM t"), 11);
   ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (5)"));
   ASSERT_OK(eu_store_commit(s));
-  ASSERT_OK(eu_store_checkpoint_back(s, 1, 1, 0));  /* 2 again */
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 1));     /* 2 again */
   ASSERT_EQ(scalar(s, "SELECT sum(x) FROM t"), 11);
   ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (7)"));
   ASSERT_OK(eu_store_commit(s));
-  ASSERT_OK(eu_store_checkpoint_back(s, 2, 0, 0));  /* 1, forgotten */
+  ASSERT_OK(eu_store_checkpoint_back(s, 2, 0));     /* 1, forgotten */
   ASSERT_EQ(scalar(s, "SELECT sum(x) FROM t"), 1);
   ASSERT_OK(eu_store_rollback(s));
   ASSERT_OK(eu_store_baseline_end(s));
@@ -632,7 +636,7 @@ static void test_turns_on_a_fresh_checkpoint(void) {
   ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (1000)"));  /* a savepoint of its own */
   ASSERT_OK(eu_store_rollback(s));
   ASSERT_EQ(count_raw(s, "SELECT sum(x) FROM t"), 101);
-  ASSERT_OK(eu_store_checkpoint_back(s, 1, 1, 0));       /* kept: the mark is the database */
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 1));          /* kept: the mark is the database */
   ASSERT_EQ(count_raw(s, "SELECT sum(x) FROM t"), 1);
   ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (5)"));
   ASSERT_OK(eu_store_rollback(s));
@@ -641,7 +645,7 @@ static void test_turns_on_a_fresh_checkpoint(void) {
   ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (7)"));
   ASSERT_OK(eu_store_rollback(s));
   ASSERT_EQ(count_raw(s, "SELECT sum(x) FROM t"), 51);
-  ASSERT_OK(eu_store_checkpoint_back(s, 1, 0, 0));       /* forgotten: no mark left */
+  ASSERT_OK(eu_store_checkpoint_back(s, 1, 0));          /* forgotten: no mark left */
   ASSERT_EQ(count_raw(s, "SELECT sum(x) FROM t"), 1);
   ASSERT_OK(sql_run(s, "INSERT INTO t VALUES (3)"));
   ASSERT_OK(eu_store_rollback(s));
