@@ -221,10 +221,11 @@ static int l_print(lua_State *L) {
  *
  * Every isolate loads the same modules, and a checker builds thousands of
  * isolates a second: parsing the sources each time would be most of the
- * work. The first isolate that loads a file keeps its bytecode (debug
- * information included, so errors still name file and line); the others
- * load the bytecode. eutaxy's own modules come with the build's bytecode
- * (luac.h), which the first isolate loads and keeps instead of parsing.
+ * work. A file is parsed once, in a Lua state of its own, and its bytecode
+ * kept (debug information included, so errors still name file and line);
+ * every isolate loads the bytecode. eutaxy's own modules come with the
+ * build's bytecode (luac.h), which the first isolate loads and keeps
+ * instead of parsing.
  * The cache lives as long as the process: a project's files do not change
  * under a running check. */
 
@@ -251,18 +252,50 @@ static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud) {
 }
 
 /* Keeps code (malloc'd, now the cache's) as path's bytecode; without the
- * memory to, frees it: the next isolate loads the file again. */
-static void keep(const char *path, unsigned h, char *code, size_t len) {
+ * memory to, frees it (NULL): the next isolate loads the file again. */
+static chunk *keep(const char *path, unsigned h, char *code, size_t len) {
   chunk *c = calloc(1, sizeof *c);
   if (!c || !(c->path = strdup(path))) {
     free(c);
     free(code);
-    return;
+    return NULL;
   }
   c->code = code;
   c->len = len;
   c->next = chunks[h];
   chunks[h] = c;
+  return c;
+}
+
+static int load_kept(eu_isolate *iso, lua_State *L, const chunk *c) {
+  int rc;
+  iso->loading = iso->fix_code;
+  rc = luaL_loadbufferx(L, c->code, c->len, c->path, "b");
+  iso->loading = 0;
+  return rc;
+}
+
+/* Parses the Lua file at path in a Lua state of its own and keeps its
+ * bytecode; NULL when it does not parse or there is no memory to. */
+static chunk *parse_apart(const char *path, unsigned h) {
+  lua_State *P = luaL_newstate();
+  eu_buf b;
+  char *code;
+  size_t len;
+  int rc;
+  if (!P) return NULL;
+  if (luaL_loadfilex(P, path, "t") != LUA_OK) {
+    lua_close(P);
+    return NULL;
+  }
+  eu_buf_init(&b);
+  rc = lua_dump(P, dump_writer, &b, 0);
+  lua_close(P);
+  if (rc != 0 || !(code = eu_buf_take(&b, &len))) {
+    eu_buf_free(&b);
+    return NULL;
+  }
+  return keep(path, h, code, len);
 }
 
 /* Loads the Lua file at path (cached), pushing the chunk or an error message. */
@@ -272,15 +305,9 @@ int eu_isolate_loadfile(lua_State *L, const char *path) {
   unsigned h = hash_path(path);
   char *code;
   size_t len;
-  eu_buf b;
   int rc;
   for (c = chunks[h]; c; c = c->next)
-    if (strcmp(c->path, path) == 0) {
-      iso->loading = iso->fix_code;
-      rc = luaL_loadbufferx(L, c->code, c->len, path, "b");
-      iso->loading = 0;
-      return rc;
-    }
+    if (strcmp(c->path, path) == 0) return load_kept(iso, L, c);
   if ((code = eu_luac_read(path, &len)) != NULL) {
     iso->loading = iso->fix_code;
     rc = eu_luac_load(L, code, len, path);
@@ -291,15 +318,13 @@ int eu_isolate_loadfile(lua_State *L, const char *path) {
     }
     free(code);
   }
-  if (luaL_loadfilex(L, path, "t") != LUA_OK) return LUA_ERRSYNTAX;
-  eu_buf_init(&b);
-  if (lua_dump(L, dump_writer, &b, 0) == 0) {
-    code = eu_buf_take(&b, &len);
-    if (code) keep(path, h, code, len);
-  } else {
-    eu_buf_free(&b);
-  }
-  return LUA_OK;
+  /* The parser's work stays out of the isolate: even the first isolate to
+   * load a file loads its bytecode, as every later one does, so that its
+   * heap holds what theirs do and its code can go to the fixed blocks. */
+  if ((c = parse_apart(path, h)) != NULL) return load_kept(iso, L, c);
+  /* a file that does not parse (the message is the isolate's to show), or
+   * no memory for the bytecode */
+  return luaL_loadfilex(L, path, "t") != LUA_OK ? LUA_ERRSYNTAX : LUA_OK;
 }
 
 void eu_isolate_cache_clear(void) {
