@@ -1167,6 +1167,15 @@ static int load_runtime(lua_State *L) {
       lua_getglobal(L, "require");
       lua_pushliteral(L, "eutaxy.storage");
       lua_call(L, 1, 0);
+    } else {
+      /* and HTTP and JSON, which a worker's fetch uses: loaded now, their
+       * code is in the fixed blocks instead of in every image of the worker */
+      lua_getglobal(L, "require");
+      lua_pushliteral(L, "eutaxy.http");
+      lua_call(L, 1, 0);
+      lua_getglobal(L, "require");
+      lua_pushliteral(L, "eutaxy.json");
+      lua_call(L, 1, 0);
     }
     /* and the worker module, when loading it in each isolate would have
      * done just what this load does; a service's module is its own */
