@@ -243,34 +243,57 @@ static int find_columns(sqlite3_stmt *st, const eu_prop *p, int *col) {
   return 1;
 }
 
-int eu_holds_eval(eu_store *s, sqlite3_stmt *st, const eu_prop *p) {
+/* What one property of a pass needs: its columns, and for sim.unique the
+ * keys seen so far. */
+typedef struct pass {
+  const eu_prop *p;
+  int col[EU_PROP_CONDS];
   eu_buf keys, bytes;
-  int col[EU_PROP_CONDS], rc, holds = 1, j;
-  if (!sqlite3_stmt_readonly(st)) {
+} pass;
+
+int eu_holds_eval_all(eu_store *s, sqlite3_stmt *st, const eu_prop *const *ps, int n) {
+  pass one, *pa = &one;
+  int rc, holds = 1, i, j;
+  if (n < 1 || !sqlite3_stmt_readonly(st)) {
     eu_store_reset(s, st);
     return 0;
   }
-  eu_buf_init(&keys);
-  eu_buf_init(&bytes);
+  if (n > 1 && !(pa = malloc((size_t)n * sizeof *pa))) {
+    eu_store_reset(s, st);
+    return 0;
+  }
+  for (i = 0; i < n; i++) {
+    pa[i].p = ps[i];
+    eu_buf_init(&pa[i].keys);
+    eu_buf_init(&pa[i].bytes);
+  }
   /* the names after the first step, which may recompile the statement */
   rc = eu_store_step(s, st);
-  if (rc < 0 || !find_columns(st, p, col)) holds = 0;
-  for (; holds && rc == 1; rc = eu_store_step(s, st)) {
-    if (p->unique) {
-      if (!add_key(&keys, &bytes, st, col[0])) holds = 0;
-      continue;
+  for (i = 0; i < n && holds; i++)
+    if (rc < 0 || !find_columns(st, pa[i].p, pa[i].col)) holds = 0;
+  for (; holds && rc == 1; rc = eu_store_step(s, st))
+    for (i = 0; i < n && holds; i++) {
+      const eu_prop *p = pa[i].p;
+      if (p->unique) holds = add_key(&pa[i].keys, &pa[i].bytes, st, pa[i].col[0]);
+      else
+        for (j = 0; j < p->n && holds; j++) holds = meets(st, &p->c[j], pa[i].col[j]);
     }
-    for (j = 0; j < p->n && holds; j++) holds = meets(st, &p->c[j], col[j]);
-  }
   if (rc < 0) holds = 0;
-  if (holds && p->unique) holds = all_different(&keys, &bytes);
+  for (i = 0; i < n; i++) {
+    if (holds && pa[i].p->unique) holds = all_different(&pa[i].keys, &pa[i].bytes);
+    eu_buf_free(&pa[i].keys);
+    eu_buf_free(&pa[i].bytes);
+  }
   eu_store_reset(s, st);
-  eu_buf_free(&keys);
-  eu_buf_free(&bytes);
+  if (pa != &one) free(pa);
   return holds;
 }
 
-int eu_holds(eu_world *w, eu_object *o, const char *sql, size_t len, const eu_prop *p) {
+int eu_holds_eval(eu_store *s, sqlite3_stmt *st, const eu_prop *p) {
+  return eu_holds_eval_all(s, st, &p, 1);
+}
+
+int eu_holds_all(eu_world *w, eu_object *o, const char *sql, size_t len, const eu_prop *const *ps, int n) {
   char err[EU_ERRLEN];
   eu_store *s;
   sqlite3_stmt *st = NULL;
@@ -278,5 +301,9 @@ int eu_holds(eu_world *w, eu_object *o, const char *sql, size_t len, const eu_pr
       eu_store_prepare(s, sql, len, &st) != EU_OK || !st)
     return 0;
   eu_world_observe(w, o);
-  return eu_holds_eval(s, st, p);
+  return eu_holds_eval_all(s, st, ps, n);
+}
+
+int eu_holds(eu_world *w, eu_object *o, const char *sql, size_t len, const eu_prop *p) {
+  return eu_holds_all(w, o, sql, len, &p, 1);
 }

@@ -52,6 +52,9 @@ void eu_prop_free(eu_prop *p);
  * 1 when every row meets p, 0 when one does not or the answer is not
  * known here. */
 int eu_holds_eval(eu_store *s, sqlite3_stmt *st, const eu_prop *p);
+/* The same for the n properties ps over one pass of st's rows: 1 when
+ * every row meets every one of them. */
+int eu_holds_eval_all(eu_store *s, sqlite3_stmt *st, const eu_prop *const *ps, int n);
 
 /* The same over sql's rows in o's store, read between steps by one outside
  * the object (the checker): 0 also when the store cannot be read, or is in
@@ -60,5 +63,6 @@ int eu_holds_eval(eu_store *s, sqlite3_stmt *st, const eu_prop *p);
 typedef struct eu_world eu_world;
 typedef struct eu_object eu_object;
 int eu_holds(eu_world *w, eu_object *o, const char *sql, size_t len, const eu_prop *p);
+int eu_holds_all(eu_world *w, eu_object *o, const char *sql, size_t len, const eu_prop *const *ps, int n);
 
 #endif

@@ -109,6 +109,7 @@ typedef struct decided {
   size_t namelen, sqllen;
   char hex[65];             /* worked out from the name at the first run if not given */
   eu_prop p;
+  int lead;                 /* the first of those over the same object's same rows: one pass reads them */
 } decided;
 
 typedef struct xctx {
@@ -330,7 +331,7 @@ static int ctx_gc(lua_State *L) {
 
 /* decided: { {binding=, name=, hex=, sql=, property=}, ... }, or absent. */
 static void read_decided(lua_State *L, xctx *x) {
-  int n, i;
+  int n, i, j;
   lua_getfield(L, 1, "decided");
   n = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
   if (n > 0 && !(x->decided = calloc((size_t)n, sizeof *x->decided))) luaL_error(L, "out of memory");
@@ -354,6 +355,15 @@ static void read_decided(lua_State *L, xctx *x) {
     if (eu_prop_own(&d->p) != EU_OK) luaL_error(L, "out of memory");
     x->ndecided = i + 1;
     if (hex) memcpy(d->hex, hex, 65);
+    d->lead = i;
+    for (j = 0; j < i && d->lead == i; j++) {
+      const decided *e = &x->decided[j];
+      if (e->lead == j && strcmp(e->binding, d->binding) == 0 && e->sqllen == d->sqllen &&
+          memcmp(e->sql, d->sql, d->sqllen) == 0 &&
+          (hex ? e->hex[0] && strcmp(e->hex, d->hex) == 0
+               : !e->hex[0] && e->name && e->namelen == d->namelen && memcmp(e->name, d->name, d->namelen) == 0))
+        d->lead = j;
+    }
     lua_settop(L, t - 1);
   }
   lua_pop(L, 1);
@@ -1165,18 +1175,29 @@ static int get_answers(lua_State *L) {
 }
 
 /* Whether every decided property holds at the end of the run in w: 0
- * when one fails or the host cannot tell. */
+ * when one fails or the host cannot tell. Those over the same rows are
+ * decided in one pass over them. */
 static int decided_hold(xctx *x, eu_world *w) {
   char err[EU_ERRLEN];
-  int i;
+  const eu_prop *ps[16];
+  int i, j, n;
   for (i = 0; i < x->ndecided; i++) {
     decided *d = &x->decided[i];
     int ns = eu_world_binding(w, d->binding);
     eu_object *o;
+    if (d->lead != i) continue;
     if (ns < 0 || (!d->hex[0] && eu_world_id_from_name(w, ns, d->name, d->namelen, d->hex) != EU_OK)) return 0;
-    if (!(o = eu_world_object_named(w, ns, d->hex, d->name, d->namelen, err, sizeof err)) ||
-        !eu_holds(w, o, d->sql, d->sqllen, &d->p))
-      return 0;
+    if (!(o = eu_world_object_named(w, ns, d->hex, d->name, d->namelen, err, sizeof err))) return 0;
+    n = 0;
+    for (j = i; j < x->ndecided; j++) {
+      if (x->decided[j].lead != i) continue;
+      ps[n++] = &x->decided[j].p;
+      if (n == (int)(sizeof ps / sizeof ps[0])) {
+        if (!eu_holds_all(w, o, d->sql, d->sqllen, ps, n)) return 0;
+        n = 0;
+      }
+    }
+    if (n > 0 && !eu_holds_all(w, o, d->sql, d->sqllen, ps, n)) return 0;
   }
   return 1;
 }

@@ -865,16 +865,25 @@ static int w_exec(lua_State *L) {
   return 1;
 }
 
-/* w:holds(ns, hex, name, sql, property) -> true when the property, a
- * sim.unique or sim.everyRow, holds over the rows of sql (a SELECT *);
- * false when it fails or is not decided here (holds.h). Writes nothing. */
+/* w:holds(ns, hex, name, sql, property, ...) -> true when each property,
+ * a sim.unique or sim.everyRow, holds over the rows of sql (a SELECT *),
+ * all of them decided in one pass over the rows; false when one fails or
+ * is not decided here (holds.h). Writes nothing. */
 static int w_holds(lua_State *L) {
   lworld *lw = check_world(L);
   eu_object *o = check_object(L, lw->w, 2);
   size_t len;
   const char *sql = luaL_checklstring(L, 5, &len);
-  eu_prop p;
-  lua_pushboolean(L, eu_prop_read(L, 6, &p) && eu_holds(lw->w, o, sql, len, &p));
+  eu_prop p[16];
+  const eu_prop *ps[16];
+  int n = lua_gettop(L) - 5, i, ok = 1;
+  luaL_argcheck(L, n >= 1, 6, "a property expected");
+  luaL_argcheck(L, n <= 16, 22, "at most 16 properties");
+  for (i = 0; i < n && ok; i++) {
+    ok = eu_prop_read(L, 6 + i, &p[i]);
+    ps[i] = &p[i];
+  }
+  lua_pushboolean(L, ok && eu_holds_all(lw->w, o, sql, len, ps, n));
   return 1;
 }
 
