@@ -275,10 +275,32 @@ static int load_kept(eu_isolate *iso, lua_State *L, const chunk *c) {
   return rc;
 }
 
+/* The parser's state has the isolate's memory limit, so that a file too
+ * big for the isolate fails there, not in the host. */
+typedef struct parse_budget {
+  size_t used, limit;
+} parse_budget;
+
+static void *parse_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  parse_budget *b = ud;
+  size_t old = ptr ? osize : 0;
+  void *p;
+  if (nsize == 0) {
+    free(ptr);
+    b->used -= old;
+    return NULL;
+  }
+  if (nsize > old && nsize - old > b->limit - b->used) return NULL;
+  if (!(p = realloc(ptr, nsize))) return NULL;
+  b->used = b->used - old + nsize;
+  return p;
+}
+
 /* Parses the Lua file at path in a Lua state of its own and keeps its
  * bytecode; NULL when it does not parse or there is no memory to. */
-static chunk *parse_apart(const char *path, unsigned h) {
-  lua_State *P = luaL_newstate();
+static chunk *parse_apart(const char *path, unsigned h, size_t limit) {
+  parse_budget budget = { 0, limit };
+  lua_State *P = lua_newstate(parse_alloc, &budget);
   eu_buf b;
   char *code;
   size_t len;
@@ -321,7 +343,7 @@ int eu_isolate_loadfile(lua_State *L, const char *path) {
   /* The parser's work stays out of the isolate: even the first isolate to
    * load a file loads its bytecode, as every later one does, so that its
    * heap holds what theirs do and its code can go to the fixed blocks. */
-  if ((c = parse_apart(path, h)) != NULL) return load_kept(iso, L, c);
+  if ((c = parse_apart(path, h, iso->mem_limit)) != NULL) return load_kept(iso, L, c);
   /* a file that does not parse (the message is the isolate's to show), or
    * no memory for the bytecode */
   return luaL_loadfilex(L, path, "t") != LUA_OK ? LUA_ERRSYNTAX : LUA_OK;
