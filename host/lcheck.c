@@ -40,6 +40,7 @@
 #include "holds.h"
 #include "lcore.h"
 #include "linecov.h"
+#include "sandbox.h"
 #include "store.h"
 #include "world.h"
 
@@ -177,11 +178,14 @@ typedef struct xctx {
   int rskip;                /* the run starts at a checkpoint it need not take again */
   int rbroken;              /* a checkpoint failed: the world is not kept */
   long rebuilt, rewound, rsteps;  /* worlds built for runs, runs rewound, checkpoints taken */
+  long recounted;           /* watched runs run again counted (0 or 1 a process) */
   int rfirst;               /* no step of the kept world has run yet */
   int rsteps_on;            /* its last run's steps were reported (eu_chooser_steps) */
   long rstep;               /* steps of the run that could have had a checkpoint */
   eu_drive rdrive;          /* the drive of the kept world's runs */
   int restore_given_up;     /* an arena ran out: the rest of the search builds its worlds */
+  int cpu_watch;            /* runs may go uncounted, watched (sandbox.h): off once one ran long */
+  int watching;             /* the run under way is watched */
   eu_store **private;       /* stores of a run outside the kept world */
   int nprivate, capprivate;
 } xctx;
@@ -771,7 +775,7 @@ static int export_points(void *ud, eu_buf *out) {
   int i;
   for (i = 0; i < EU_FAULT_NKINDS; i++)
     if (eu_buf_printf(out, "%ld ", x->by_kind[i]) != EU_OK) return EU_ENOMEM;
-  if (eu_buf_printf(out, "%ld %ld\n", x->rebuilt, x->rewound) != EU_OK) return EU_ENOMEM;
+  if (eu_buf_printf(out, "%ld %ld %ld\n", x->rebuilt, x->rewound, x->recounted) != EU_OK) return EU_ENOMEM;
   if (eu_buf_printf(out, "%ld", x->turn_checks) != EU_OK) return EU_ENOMEM;
   for (i = 0; i < x->nprobes; i++)
     if (x->reached[i] && eu_buf_printf(out, " %d", i) != EU_OK) return EU_ENOMEM;
@@ -799,14 +803,18 @@ static int merge_points(void *ud, const char *p, size_t n) {
   }
   {
     char *next;
-    long built = strtol(p, &next, 10), rewound;
+    long built = strtol(p, &next, 10), rewound, recounted;
     if (next == p || next > end) return EU_ECORRUPT;
     p = next;
     rewound = strtol(p, &next, 10);
     if (next == p || next > end) return EU_ECORRUPT;
     p = next;
+    recounted = strtol(p, &next, 10);
+    if (next == p || next > end) return EU_ECORRUPT;
+    p = next;
     x->rebuilt += built;
     x->rewound += rewound;
+    x->recounted += recounted;
   }
   if (p >= end || *p != '\n') return EU_ECORRUPT;
   p++;
@@ -1448,14 +1456,35 @@ static int start_kept(xctx *x, eu_chooser *ch, const eu_world_opts *o, uint64_t 
 }
 
 /* One run: in the kept world (kept), or in a world of its own. */
+/* run_world_body's answer for a watched run stopped to be run again with
+ * every instruction counted (sandbox.h). */
+#define RUN_RECOUNT (-100)
+
 static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *faults, int trace,
-                     int kept, char *err, size_t errlen) {
+                     int kept, char *err, size_t errlen);
+
+/* A world of its own, its run over. */
+static void free_run_world(xctx *x, eu_world *w, const eu_drive *d, eu_drive_answer *answers) {
+  int i;
+  for (i = 0; i < d->n; i++) free(answers[i].data);
+  free(answers);
+  eu_world_free(w);
+  if (x->restore) {
+    for (i = 0; i < x->nprivate; i++) eu_store_close(x->private[i]);
+    x->nprivate = 0;
+  } else {
+    rewind_pool(x);
+  }
+}
+
+static int run_world_body(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *faults, int trace,
+                          int kept, char *err, size_t errlen) {
   eu_world_opts o = x->wo;
   eu_world *w = NULL;
   eu_drive d = x->drive;
   eu_drive_answer *answers = NULL;
   uint64_t ooms;
-  int i, rc, settled = 1;
+  int rc, settled = 1;
   o.choose = eu_chooser_choose;
   o.choose_ud = ch;
   o.max_faults = cap;
@@ -1509,6 +1538,16 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
     rc = eu_drive_run(w, &d, answers, &settled, err, errlen);
   }
   eu_world_end_step(w);
+  if (x->watching) {
+    x->watching = 0;
+    if (eu_sandbox_watch_end()) {
+      /* Nothing of this run counts: not its checks, notes or answers. */
+      end_turns(x);
+      if (kept) drop_world(x);
+      else free_run_world(x, w, &d, answers);
+      return RUN_RECOUNT;
+    }
+  }
   if (rc >= 0 && x->turn_err[0]) rc = eu_err(err, errlen, EU_ELUA, "%s", x->turn_err);
   else if (rc >= 0 && x->broke_ref != LUA_NOREF) rc = broken(x);
   else if (rc >= 0 && !eu_world_stopped(w)) rc = evaluate(x, w, answers, events, settled, err, errlen);
@@ -1543,16 +1582,32 @@ static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *fau
     if (rc < 0 || x->rbroken) drop_world(x);
     return rc;
   }
-  for (i = 0; i < d.n; i++) free(answers[i].data);
-  free(answers);
-  eu_world_free(w);
-  if (x->restore) {
-    for (i = 0; i < x->nprivate; i++) eu_store_close(x->private[i]);
-    x->nprivate = 0;
-  } else {
-    rewind_pool(x);
-  }
+  free_run_world(x, w, &d, answers);
   return rc;
+}
+
+/* One run (run_world_body), watched while x->cpu_watch; a run that asked
+ * to be counted runs again counted, and so does every later one. */
+static int run_world(xctx *x, eu_chooser *ch, uint64_t events, int cap, int *faults, int trace,
+                     int kept, char *err, size_t errlen) {
+  long checks = x->turn_checks;
+  int rc;
+  x->watching = x->cpu_watch && eu_sandbox_watch_begin();
+  rc = run_world_body(x, ch, events, cap, faults, trace, kept, err, errlen);
+  if (x->watching) {
+    /* it ended before its drive did (a world that could not be built):
+     * a turn of it stopped by the watch may be why */
+    x->watching = 0;
+    if (eu_sandbox_watch_end()) {
+      if (kept) drop_world(x);
+      rc = RUN_RECOUNT;
+    }
+  }
+  if (rc != RUN_RECOUNT) return rc;
+  x->recounted++;
+  x->cpu_watch = 0;
+  x->turn_checks = checks;
+  return run_world(x, ch, events, cap, faults, trace, kept, err, errlen);
 }
 
 /* The first line where two traces differ, for the report. */
@@ -1676,6 +1731,11 @@ static int l_explore(lua_State *L) {
   lua_getfield(L, 1, "restore");
   x->restore = (lua_isnil(L, -1) || lua_toboolean(L, -1)) && !eu_faultsim_active;
   lua_pop(L, 1);
+  {
+    char werr[EU_ERRLEN];
+    if (eu_sandbox_watch_config(werr, sizeof werr) != EU_OK) luaL_error(L, "%s", werr);
+  }
+  x->cpu_watch = 1;
   /* the kept worlds build their isolates from the setup world's boot
    * images, in its arenas */
   if (x->restore) take_spares(L, x);
@@ -1793,6 +1853,7 @@ static int l_explore(lua_State *L) {
   set_count(L, "worldsBuilt", x->rebuilt);
   set_count(L, "runsRewound", x->rewound);
   set_count(L, "runsReused", s.reused);
+  set_count(L, "runsCountedAgain", x->recounted);
   if (s.verdict == EU_VIOLATED || s.mode == EU_MODE_REPLAY) {
     lua_pushstring(L, s.schedule);
     lua_setfield(L, -2, "schedule");

@@ -61,15 +61,23 @@
  * instead, given in order of first use and kept in a weak-keyed table.
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
 
 #include "determ.h"
+#include "eutaxy.h"
 #include "isolate.h"
 #include "linecov.h"
 #include "pattern.h"
@@ -133,6 +141,8 @@ static void spend(lua_State *L, eu_meter *m, lua_Debug *ar, const char *what) {
            where, (long long)m->limit, what ? " (in " : "", what ? what : "", what ? ")" : "");
 }
 
+static void watch_stop(lua_State *L, eu_meter *m);
+
 static void cpu_hook(lua_State *L, lua_Debug *ar) {
   eu_meter *m;
   if (ar->event == LUA_HOOKLINE) {  /* costs no budget: a line is not an instruction */
@@ -141,6 +151,10 @@ static void cpu_hook(lua_State *L, lua_Debug *ar) {
   }
   m = meter_of(L);
   if (!m || m->limit <= 0) return;
+  if (m->watched) {  /* set by eu_sandbox_charge_alloc */
+    if (m->budget < 0 || m->spent) watch_stop(L, m);
+    return;
+  }
   m->budget -= EU_HOOK_STEP;
   if (m->budget >= 0 && !m->spent) return;
   spend(L, m, ar, NULL);
@@ -152,6 +166,10 @@ void eu_sandbox_charge(lua_State *L, int64_t cost, const char *what) {
   if (!m || m->limit <= 0) return;
   if (cost > 0) m->budget -= cost > m->limit ? m->limit + 1 : cost;
   if (m->budget >= 0 && !m->spent) return;
+  if (m->watched) {
+    watch_stop(L, m);
+    return;
+  }
   spend(L, m, NULL, what);
   stop_here(L, m);
 }
@@ -162,13 +180,175 @@ void eu_sandbox_charge_alloc(eu_meter *m, size_t n) {
   if (m->budget < 0 && m->armed) lua_sethook(m->armed, cpu_hook, hook_mask(), 1);  /* stop at the next instruction */
 }
 
+/* ---- counting only where a turn can run long --------------------------
+ *
+ * The count hook costs every VM instruction a call (Lua runs a thread with
+ * a hook on a slower path), a tenth of what a checker's schedule costs. So
+ * where a run can be run again, the checker's, it is watched instead
+ * (eu_sandbox_watch_begin): a turn starts without the hook, and a timer of
+ * the thread's CPU time ticks every EUTAXY_CPU_TICK_US microseconds (5,000
+ * by default; 0 counts every instruction, as elsewhere). A turn still
+ * running at two ticks in a row, or one whose charged work alone spends its
+ * budget, stops at once and asks for the run again with every instruction
+ * counted (eu_sandbox_watch_end); the checker does so from then on.
+ *
+ * A turn that ends unstopped ran for less than two of the ticks' spans: on
+ * Linux a span is the interval and at most a scheduler tick more, 15 ms at
+ * 100 Hz, so 30 ms. Only a turn whose limit takes longer than that at
+ * 5 billion VM instructions a second (ten times this project's machines)
+ * is watched: at the default tick a limit of 150 million or more. Any
+ * other counts as ever. So a turn that runs uncounted to its end never
+ * passed its limit, and ends as it would have counted. */
+
+#define WATCH_TICK_US 5000
+#define WATCH_SPAN_US(tick) ((tick) + 10000)       /* a scheduler tick at 100 Hz */
+#define WATCH_RATE_PER_US 5000                      /* VM instructions */
+
+static struct {
+  int on;                          /* between eu_sandbox_watch_begin and _end */
+  int timer;                       /* the timer is made, in this process */
+  long tick_us;                    /* 0: every instruction counted (eu_sandbox_watch_config) */
+  int64_t min_limit;               /* turns of smaller limits are counted */
+  volatile sig_atomic_t turn;      /* the turn running uncounted (a serial), or 0 */
+  volatile sig_atomic_t seen;      /* turn at the last tick */
+  volatile sig_atomic_t wanted;    /* a run counted throughout is needed */
+  lua_State *volatile current;     /* the thread running, nested coroutines included */
+  sig_atomic_t serial;
+} watch = { 0, 0, 0, 0, 0, 0, 0, NULL, 0 };
+
+static void watch_hook(lua_State *L, lua_Debug *ar);
+
+/* Stops the running thread at its next instruction: a hook may be set
+ * from a signal handler (ldebug.c's lua_sethook says so). */
+static void on_tick(int sig) {
+  int saved = errno;
+  (void)sig;
+  if (watch.on && watch.turn && watch.turn == watch.seen) {
+    watch.wanted = 1;
+    if (watch.current) lua_sethook(watch.current, watch_hook, LUA_MASKCOUNT, 1);
+  }
+  watch.seen = watch.turn;
+  errno = saved;
+}
+
+static void forked(void) { watch.timer = 0; }
+
+static int make_timer(long tick_us) {
+  static int atfork;
+  struct sigaction sa;
+  struct sigevent sev;
+  struct itimerspec it;
+  timer_t t;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_tick;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGVTALRM, &sa, NULL) != 0) return 0;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = SIGVTALRM;
+  sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+  if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t) != 0) return 0;
+  it.it_interval.tv_sec = it.it_value.tv_sec = tick_us / 1000000;
+  it.it_interval.tv_nsec = it.it_value.tv_nsec = tick_us % 1000000 * 1000;
+  if (timer_settime(t, 0, &it, NULL) != 0) {
+    timer_delete(t);
+    return 0;
+  }
+  /* a process forked to explore a share makes its own */
+  if (!atfork && pthread_atfork(NULL, NULL, forked) == 0) atfork = 1;
+  return 1;
+}
+
+/* name's value, a whole number from least to most, in *v (unset: *v as it
+ * was); EU_EINVAL with a message when it is not one. */
+static int env_number(const char *name, long least, long most, long *v, char *err, size_t errlen) {
+  const char *s = getenv(name);
+  char *end;
+  long n;
+  if (!s || !*s) return EU_OK;
+  errno = 0;
+  n = strtol(s, &end, 10);
+  if (errno || *end || n < least || n > most)
+    return eu_err(err, errlen, EU_EINVAL, "%s must be a whole number from %ld to %ld, got \"%.40s\"", name,
+                  least, most, s);
+  *v = n;
+  return EU_OK;
+}
+
+int eu_sandbox_watch_config(char *err, size_t errlen) {
+  long tick = WATCH_TICK_US, least = 0;
+  int rc;
+  if ((rc = env_number("EUTAXY_CPU_TICK_US", 0, 1000000, &tick, err, errlen)) != EU_OK) return rc;
+  /* a testing aid: watch turns of smaller limits, so that a test can
+   * reach a stop by the watch without a turn of 150 million instructions */
+  if ((rc = env_number("EUTAXY_CPU_WATCH_MIN", 1, LONG_MAX, &least, err, errlen)) != EU_OK) return rc;
+  watch.tick_us = tick;
+  watch.min_limit = least ? least : (int64_t)2 * WATCH_SPAN_US(tick) * WATCH_RATE_PER_US;
+  return EU_OK;
+}
+
+int eu_sandbox_watch_begin(void) {
+  if (watch.tick_us <= 0 || eu_linecov_on) return 0;
+  if (!watch.timer && !(watch.timer = make_timer(watch.tick_us))) {
+    watch.tick_us = 0;  /* no timer here: every instruction is counted */
+    return 0;
+  }
+  watch.turn = watch.seen = 0;
+  watch.wanted = 0;
+  watch.current = NULL;
+  watch.on = 1;
+  return 1;
+}
+
+int eu_sandbox_watch_end(void) {
+  int wanted = watch.wanted;
+  watch.on = 0;
+  watch.turn = 0;
+  watch.current = NULL;
+  watch.wanted = 0;
+  return wanted;
+}
+
+int eu_sandbox_watch_wanted(void) { return watch.wanted; }
+
+/* The turn's budget ran out, or a tick found it running long: uncounted,
+ * where it would have stopped is not known, so the run is wanted again. */
+static void watch_stop(lua_State *L, eu_meter *m) {
+  watch.wanted = 1;
+  if (!m->spent) {
+    m->spent = 1;
+    snprintf(m->msg, sizeof m->msg, "stopped to be run again with every instruction counted");
+  }
+  stop_here(L, m);
+}
+
+static void watch_hook(lua_State *L, lua_Debug *ar) {
+  eu_meter *m = meter_of(L);
+  (void)ar;
+  if (m && watch.wanted) watch_stop(L, m);
+}
+
 void eu_sandbox_arm(lua_State *co, int64_t limit) {
   eu_meter *m = meter_of(co);
   if (limit > 0) m->turn_limit = limit;
   m->limit = m->budget = m->turn_limit;
   m->spent = m->stopped = 0;
   m->armed = co;
+  m->watched = watch.on && m->limit >= watch.min_limit;
+  if (m->watched) {
+    lua_sethook(co, NULL, 0, 0);
+    watch.current = co;
+    /* limit 0 is the host's own work after a turn: not the turn's */
+    watch.turn = limit > 0 ? (watch.serial = watch.serial % 1000000000 + 1) : 0;
+    return;
+  }
   lua_sethook(co, cpu_hook, hook_mask(), EU_HOOK_STEP);
+}
+
+void eu_sandbox_turn_over(void) {
+  watch.turn = 0;
+  watch.current = NULL;
 }
 
 /* For pcall and the coroutine functions: what they caught may be the stop. */
@@ -344,7 +524,9 @@ static int resume(lua_State *L, lua_State *co, int narg) {
     return -1;
   }
   lua_xmove(L, co, narg);
+  if (watch.on) watch.current = co;
   status = lua_resume(co, L, narg, &nres);
+  if (watch.on) watch.current = L;
   if (spent(L)) {
     restop(L);
     return -1;

@@ -26,6 +26,7 @@ typedef struct eu_meter {
   int64_t turn_limit;  /* the last turn's limit: what work between turns gets */
   int spent;           /* the budget ran out: msg says where */
   int stopped;         /* a turn was suspended for it (eu_isolate_stopped) */
+  int watched;         /* the turn runs uncounted (eu_sandbox_watch_begin) */
   lua_State *armed;    /* the thread the last eu_sandbox_arm named */
   char msg[320];
 } eu_meter;
@@ -43,6 +44,27 @@ void eu_sandbox_open(lua_State *L, const eu_sandbox_opts *o);
 /* Starts a budget of limit units for co (limit 0: the last turn's limit
  * again, for the host's work between turns). */
 void eu_sandbox_arm(lua_State *co, int64_t limit);
+
+/* The turn armed last is over: what runs now is the host's (a watched
+ * turn's time ends here). */
+void eu_sandbox_turn_over(void);
+
+/* For a run that can be run again: turns of a limit large enough run
+ * without the count hook, watched by a timer of the thread's CPU time
+ * (sandbox.c says why the limit is then kept all the same). 1 when on;
+ * 0 when every instruction is counted (EUTAXY_CPU_TICK_US=0, line
+ * coverage, no timer). */
+int eu_sandbox_watch_begin(void);
+/* Reads EUTAXY_CPU_TICK_US (the tick, in microseconds of the thread's CPU
+ * time; 0: count every instruction) and EUTAXY_CPU_WATCH_MIN (the smallest
+ * limit watched, a testing aid): EU_OK, or EU_EINVAL with err set. Until it
+ * is called, every instruction is counted. */
+int eu_sandbox_watch_config(char *err, size_t errlen);
+/* Ends the watch: 1 when a turn ran long or spent its budget uncounted,
+ * stopped, and the run must be run again with eu_sandbox_watch_begin off. */
+int eu_sandbox_watch_end(void);
+/* Whether the watched run was stopped so (the world stops there). */
+int eu_sandbox_watch_wanted(void);
 
 /* Charges cost units to L's isolate; once the budget is spent it stops the
  * running code: suspends the coroutine where it can yield (a pcall cannot

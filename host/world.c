@@ -37,6 +37,7 @@
 #include "heapprint.h"
 #include "isolate.h"
 #include "prng.h"
+#include "sandbox.h"
 #include "sched.h"
 #include "store.h"
 #include "world.h"
@@ -2208,6 +2209,7 @@ static void turn_body(eu_world *w, eu_task *t, int nargs) {
   o->last_active = now_abs(w);
   eu_isolate_arm(co, w->o.cpu_limit);
   status = lua_resume(co, NULL, nargs, &nres);
+  eu_sandbox_turn_over();
   w->running = NULL;
   if (o->breaking && (status == LUA_OK || status == LUA_YIELD || o->breaking == EU_BREAK_ABORT)) {
     /* blockConcurrencyWhile's function raised and the error was caught, or
@@ -2838,6 +2840,8 @@ int eu_world_step(eu_world *w, char *err, size_t errlen) {
   if (ties[pick].kind != EU_EV_GATE) eu_world_touch(w, ties[pick].res, ties[pick].res != EU_RES_WORKER);
   dispatch(w, &ties[pick]);
   free(ties[pick].data);
+  /* A turn run uncounted ran long: the run is to be run again, counted. */
+  if (eu_sandbox_watch_wanted()) w->stopped = 1;
   return 1;
 }
 

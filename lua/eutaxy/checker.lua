@@ -1133,6 +1133,7 @@ local function run_check(o)
         result.reduction, result.blocked, result.races = first.reduction, first.blocked, first.races
         result.sweepRuns, result.splitRuns = first.sweepRuns, first.splitRuns
         result.worldsBuilt, result.runsRewound, result.runsReused = first.worldsBuilt, first.runsRewound, first.runsReused
+        result.runsCountedAgain = first.runsCountedAgain
         if result.verdict ~= "VIOLATED" then
           err, kind, result = "the violating schedule " .. first.schedule .. " did not violate again on replay", "nondeterministic", nil
         end
@@ -1153,6 +1154,7 @@ local function run_check(o)
   r.reduction, r.blocked, r.races = result.reduction, result.blocked, result.races
   r.sweepRuns, r.splitRuns = result.sweepRuns, result.splitRuns
   r.worldsBuilt, r.runsRewound, r.runsReused = result.worldsBuilt, result.runsRewound, result.runsReused
+  r.runsCountedAgain = result.runsCountedAgain
   -- a violation's schedule string starts with the fault cap of the tree it was found in
   r.coverage = coverage_rows(result.coverage, { maxFaults = b.maxFaultsPerRun,
     violatedWithoutFault = result.verdict == "VIOLATED" and (result.schedule or ""):match("^0:") ~= nil })
@@ -1328,7 +1330,7 @@ local function to_json(r)
                                reduction = r.reduction, blockedRuns = r.blocked, races = r.races,
                                sweepRuns = r.sweepRuns, splitRuns = r.splitRuns,
                                worldsBuilt = r.worldsBuilt, runsRewound = r.runsRewound,
-                               runsReused = r.runsReused },
+                               runsReused = r.runsReused, runsCountedAgain = r.runsCountedAgain },
     coverage = r.coverage and json.array(coverage_json(r.coverage)),
     timeline = r.timeline and json.array(r.timeline), capped = r.capped,
     bounds = r.boundsTable, faultKinds = r.faultKindsList and json.array(r.faultKindsList),
