@@ -22,8 +22,14 @@ local WATCHED = LIMITS .. "EUTAXY_CPU_TICK_US=1000 EUTAXY_CPU_WATCH_MIN=1 "
 -- run run again builds.
 local DROPPED = { "elapsedMs", "worldsBuilt", "runsRewound", "runsReused", "runsCountedAgain" }
 
+-- Under valgrind (EUTAXY_VALGRIND) a whole tree of short turns takes
+-- minutes: the lease pool's violation is found in three runs, its repair
+-- explores its whole tree in the plain and sanitizer passes only.
+local VALGRIND = os.getenv("EUTAXY_VALGRIND") ~= nil
+
 local function check(env, file)
-  local command = env .. process.bin .. " check " .. file .. " --json"
+  -- no budget: the verdict may not hang on how fast the machine is
+  local command = env .. process.bin .. " check " .. file .. " --json --budget-ms 600000"
   local out, err, code = process.run(command)
   local ok, doc = pcall(cjson.decode, out)
   assert(ok and type(doc) == "table" and type(doc.counts) == "table", command .. ": no report\n" .. out .. err)
@@ -93,6 +99,6 @@ describe("eutaxy check watching turns instead of counting", function()
 
   it("reports what a counted check does on scenarios of short turns", function()
     agree("scenarios/lease-pool/leases.sim.lua")
-    agree("scenarios/lease-pool/leases.fixed.sim.lua")
+    if not VALGRIND then agree("scenarios/lease-pool/leases.fixed.sim.lua") end
   end)
 end)
