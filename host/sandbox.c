@@ -183,21 +183,25 @@ void eu_sandbox_charge_alloc(eu_meter *m, size_t n) {
 /* ---- counting only where a turn can run long --------------------------
  *
  * The count hook costs every VM instruction a call (Lua runs a thread with
- * a hook on a slower path), a tenth of what a checker's schedule costs. So
+ * a hook on a slower path): 8% of what a checker's schedule runs outside
+ * its copies. So
  * where a run can be run again, the checker's, it is watched instead
  * (eu_sandbox_watch_begin): a turn starts without the hook, and a timer of
  * the thread's CPU time ticks every EUTAXY_CPU_TICK_US microseconds (5,000
  * by default; 0 counts every instruction, as elsewhere). A turn still
- * running at two ticks in a row, or one whose charged work alone spends its
- * budget, stops at once and asks for the run again with every instruction
- * counted (eu_sandbox_watch_end); the checker does so from then on.
+ * running at two ticks in a row, or one whose charged work spends what its
+ * budget leaves it (below), stops at once and asks for the run again with
+ * every instruction counted (eu_sandbox_watch_end); the checker does so
+ * from then on.
  *
  * A turn that ends unstopped ran for less than two of the ticks' spans: on
  * Linux a span is the interval and at most a scheduler tick more, 15 ms at
- * 100 Hz, so 30 ms. Only a turn whose limit takes longer than that at
- * 5 billion VM instructions a second (ten times this project's machines)
- * is watched: at the default tick a limit of 150 million or more. Any
- * other counts as ever. So a turn that runs uncounted to its end never
+ * 100 Hz, so 30 ms: at 5 billion VM instructions a second (ten times this
+ * project's machines) 150 million at the default tick. Only a turn whose
+ * limit is at least that is watched, and those instructions are taken from
+ * its budget first: what is left (50 million of the default 200 million)
+ * is what its charged work may spend before the run is wanted again. Any
+ * other turn counts as ever. So a turn that runs uncounted to its end never
  * passed its limit, and ends as it would have counted. */
 
 #define WATCH_TICK_US 5000
@@ -337,6 +341,9 @@ void eu_sandbox_arm(lua_State *co, int64_t limit) {
   m->armed = co;
   m->watched = watch.on && m->limit >= watch.min_limit;
   if (m->watched) {
+    /* the instructions it may run uncounted are taken from the budget
+     * first: what is left is for the work charged */
+    m->budget = m->limit - watch.min_limit;
     lua_sethook(co, NULL, 0, 0);
     watch.current = co;
     /* limit 0 is the host's own work after a turn: not the turn's */

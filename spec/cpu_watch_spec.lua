@@ -53,9 +53,9 @@ local function differences(a, b, path, out)
 end
 
 -- Both checks of file; the watched one's runsCountedAgain.
-local function agree(file)
+local function agree(file, watched_env)
   local counted, counted_code = check(COUNTED, file)
-  local watched, watched_code = check(WATCHED, file)
+  local watched, watched_code = check(watched_env or WATCHED, file)
   local again = watched.counts.runsCountedAgain
   assert.are.equal(0, counted.counts.runsCountedAgain)
   assert.are.equal(counted_code, watched_code)
@@ -82,6 +82,13 @@ describe("eutaxy check watching turns instead of counting", function()
 
   it("runs a turn whose charged work spends its budget again counted, though it ran no time at all", function()
     assert.are.equal(1, agree(DIR .. "rep_rpc.sim.lua"))
+  end)
+
+  it("keeps for charged work only what the instructions it may run uncounted leave of the budget", function()
+    -- watched only at 1,500,000 and above: a turn of the limit of 2,000,000
+    -- may charge 500,000 uncounted; this one charges 1,000,000 and fails
+    local reserve = LIMITS .. "EUTAXY_CPU_TICK_US=1000 EUTAXY_CPU_WATCH_MIN=1500000 "
+    assert.are.equal(1, agree(DIR .. "concat_rpc.sim.lua", reserve))
   end)
 
   it("reports what a counted check does on a table grown to the memory limit", function()
