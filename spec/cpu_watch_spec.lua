@@ -11,6 +11,7 @@
 -- EUTAXY_CPU_WATCH_MIN=1 watches turns of that limit, which the checker
 -- would otherwise count.
 local process = dofile("spec/helpers/process.lua")
+local reports = dofile("spec/helpers/reports.lua")
 local cjson = require "cjson"
 
 local DIR = "spec/fixtures/bad/"
@@ -36,22 +37,6 @@ local function check(env, file)
   return doc, code
 end
 
-local function differences(a, b, path, out)
-  if type(a) == "table" and type(b) == "table" then
-    local keys = {}
-    for k in pairs(a) do keys[#keys + 1] = k end
-    for k in pairs(b) do if a[k] == nil then keys[#keys + 1] = k end end
-    table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
-    for _, k in ipairs(keys) do
-      differences(a[k], b[k], path == "" and tostring(k) or path .. "." .. tostring(k), out)
-    end
-  elseif a ~= b then
-    out[#out + 1] = string.format("%s: %s counted, %s watched", path,
-      type(a) == "table" and cjson.encode(a) or tostring(a), type(b) == "table" and cjson.encode(b) or tostring(b))
-  end
-  return out
-end
-
 -- Both checks of file; the watched one's runsCountedAgain.
 local function agree(file, watched_env)
   local counted, counted_code = check(COUNTED, file)
@@ -62,7 +47,7 @@ local function agree(file, watched_env)
   for _, field in ipairs(DROPPED) do
     counted.counts[field], watched.counts[field] = nil, nil
   end
-  local diff = differences(counted, watched, "", {})
+  local diff = reports.differences(counted, watched, "counted", "watched")
   assert(#diff == 0, file .. ": the watched check reports otherwise:\n  " .. table.concat(diff, "\n  "))
   return again
 end

@@ -33,7 +33,7 @@
 -- CMakeLists.txt). A failing seed's project is kept where the failure says,
 -- with the commands that rerun it.
 local process = dofile("spec/helpers/process.lua")
-local cjson = require "cjson"
+local reports = dofile("spec/helpers/reports.lua")
 local generate = dofile("spec/fixtures/por-random/generate.lua")
 
 local NO_BUDGET = " --budget-ms 600000"
@@ -98,30 +98,7 @@ local function comparable(doc)
   return copy
 end
 
-local function show(v)
-  if v == nil then return "absent" end
-  -- cjson reads every number as a float
-  if math.type(v) == "float" and math.tointeger(v) then v = math.tointeger(v) end
-  v = type(v) == "table" and cjson.encode(v) or tostring(v)
-  return #v > 200 and v:sub(1, 200) .. "..." or v
-end
-
--- Every path where a and b differ, into out ("counts.turnChecks: 6 restored,
--- 12 rebuilt").
-local function differences(a, b, path, out)
-  if type(a) == "table" and type(b) == "table" then
-    local keys = {}
-    for k in pairs(a) do keys[#keys + 1] = k end
-    for k in pairs(b) do if a[k] == nil then keys[#keys + 1] = k end end
-    table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
-    for _, k in ipairs(keys) do
-      differences(a[k], b[k], path == "" and tostring(k) or path .. "." .. tostring(k), out)
-    end
-  elseif a ~= b then
-    out[#out + 1] = string.format("%s: %s restored, %s with --no-restore", path, show(a), show(b))
-  end
-  return out
-end
+local show = reports.show
 
 local function describe_run(r)
   return string.format("%s\n  exit %s, verdict %s%s", r.command, tostring(r.code),
@@ -145,7 +122,7 @@ local function disagreement(r, n)
       why[#why + 1] = string.format("exit %s after %s: %s", run.code, show(run.doc.verdict), run.command)
     end
   end
-  differences(comparable(r.doc), comparable(n.doc), "", why)
+  reports.differences(comparable(r.doc), comparable(n.doc), "restored", "with --no-restore", why)
   if (rc.runs or 0) > 1 and not ((rc.runsRewound or 0) > 0) then
     why[#why + 1] = string.format("the restored check ran %d runs and rewound none (counts.runsRewound %s)",
       rc.runs, show(rc.runsRewound))
