@@ -1,6 +1,8 @@
 /*
- * buf.c: the growable byte buffer, and eu_err.
+ * buf.c: the growable byte buffer, eu_err and eu_env_int.
  */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,20 @@ int eu_err(char *err, size_t errlen, int code, const char *fmt, ...) {
     va_end(ap);
   }
   return code;
+}
+
+int eu_env_int(const char *name, int64_t least, int64_t most, int64_t *v, char *err, size_t errlen) {
+  const char *s = getenv(name);
+  char *end;
+  long long n;
+  if (!s || !*s) return EU_OK;
+  errno = 0;
+  n = strtoll(s, &end, 10);
+  if (errno || *end || n < least || n > most)
+    return eu_err(err, errlen, EU_EINVAL, "%s must be a whole number from %" PRId64 " to %" PRId64 ", got \"%.40s\"",
+                  name, least, most, s);
+  *v = n;
+  return EU_OK;
 }
 
 void eu_buf_init(eu_buf *b) {

@@ -36,4 +36,9 @@ int eu_err(char *err, size_t errlen, int code, const char *fmt, ...)
 #endif
   ;
 
+/* The environment variable name as a whole number from least to most, in
+ * *v (unset or empty: *v stays): EU_OK, or EU_EINVAL with a message that
+ * names the variable and what it holds. */
+int eu_env_int(const char *name, int64_t least, int64_t most, int64_t *v, char *err, size_t errlen);
+
 #endif

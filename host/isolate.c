@@ -276,7 +276,8 @@ static int load_kept(eu_isolate *iso, lua_State *L, const chunk *c) {
 }
 
 /* The parser's state has the isolate's memory limit, so that a file too
- * big for the isolate fails there, not in the host. */
+ * big for the isolate fails there, not in the host, and fails where the
+ * fault simulation says, as the isolate's allocations do. */
 typedef struct parse_budget {
   size_t used, limit;
 } parse_budget;
@@ -290,7 +291,7 @@ static void *parse_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     b->used -= old;
     return NULL;
   }
-  if (nsize > old && nsize - old > b->limit - b->used) return NULL;
+  if (nsize > old && (nsize - old > b->limit - b->used || eu_faultsim_alloc())) return NULL;
   if (!(p = realloc(ptr, nsize))) return NULL;
   b->used = b->used - old + nsize;
   return p;

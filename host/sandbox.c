@@ -62,7 +62,6 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -264,29 +263,13 @@ static int make_timer(long tick_us) {
   return 1;
 }
 
-/* name's value, a whole number from least to most, in *v (unset: *v as it
- * was); EU_EINVAL with a message when it is not one. */
-static int env_number(const char *name, long least, long most, long *v, char *err, size_t errlen) {
-  const char *s = getenv(name);
-  char *end;
-  long n;
-  if (!s || !*s) return EU_OK;
-  errno = 0;
-  n = strtol(s, &end, 10);
-  if (errno || *end || n < least || n > most)
-    return eu_err(err, errlen, EU_EINVAL, "%s must be a whole number from %ld to %ld, got \"%.40s\"", name,
-                  least, most, s);
-  *v = n;
-  return EU_OK;
-}
-
 int eu_sandbox_watch_config(char *err, size_t errlen) {
-  long tick = WATCH_TICK_US, least = 0;
+  int64_t tick = WATCH_TICK_US, least = 0;
   int rc;
-  if ((rc = env_number("EUTAXY_CPU_TICK_US", 0, 1000000, &tick, err, errlen)) != EU_OK) return rc;
+  if ((rc = eu_env_int("EUTAXY_CPU_TICK_US", 0, 1000000, &tick, err, errlen)) != EU_OK) return rc;
   /* a testing aid: watch turns of smaller limits, so that a test can
    * reach a stop by the watch without a turn of 150 million instructions */
-  if ((rc = env_number("EUTAXY_CPU_WATCH_MIN", 1, LONG_MAX, &least, err, errlen)) != EU_OK) return rc;
+  if ((rc = eu_env_int("EUTAXY_CPU_WATCH_MIN", 1, INT64_MAX, &least, err, errlen)) != EU_OK) return rc;
   watch.tick_us = tick;
   watch.min_limit = least ? least : (int64_t)2 * WATCH_SPAN_US(tick) * WATCH_RATE_PER_US;
   return EU_OK;

@@ -4742,22 +4742,6 @@ void eu_world_free(eu_world *w) {
   free(w);
 }
 
-/* EUTAXY_CPU_LIMIT (VM instructions per turn) and EUTAXY_MEM_LIMIT (MiB per
- * isolate) replace the defaults in every mode, serve and check included,
- * which have no option of their own for them. */
-static int env_limit(const char *name, int64_t most, int64_t *v, char *err, size_t errlen) {
-  const char *s = getenv(name);
-  char *end;
-  long long n;
-  if (!s || !*s) return EU_OK;
-  errno = 0;
-  n = strtoll(s, &end, 10);
-  if (errno || *end || n <= 0 || n > most)
-    return eu_err(err, errlen, EU_EINVAL, "%s must be a whole number from 1 to %" PRId64 ", got \"%.40s\"",
-                  name, most, s);
-  *v = n;
-  return EU_OK;
-}
 
 /* The crons of o, parsed, and when each stops firing under max_crons: the
  * first max_crons due times after the start, all crons merged in time
@@ -4845,9 +4829,12 @@ int eu_world_new(eu_world **out, const eu_world_opts *o, char *err, size_t errle
   w->o.crons = NULL;       /* copied by plan_crons */
   if (!w->o.start_ms) w->o.start_ms = EU_DEFAULT_START_MS;
   {
+    /* EUTAXY_CPU_LIMIT (VM instructions per turn) and EUTAXY_MEM_LIMIT (MiB
+     * per isolate) replace the defaults in every mode, serve and check
+     * included, which have no option of their own for them. */
     int64_t mib = 0;
-    rc = w->o.cpu_limit ? EU_OK : env_limit("EUTAXY_CPU_LIMIT", INT64_MAX, &w->o.cpu_limit, err, errlen);
-    if (rc == EU_OK && !w->o.mem_limit) rc = env_limit("EUTAXY_MEM_LIMIT", INT64_C(1) << 20, &mib, err, errlen);
+    rc = w->o.cpu_limit ? EU_OK : eu_env_int("EUTAXY_CPU_LIMIT", 1, INT64_MAX, &w->o.cpu_limit, err, errlen);
+    if (rc == EU_OK && !w->o.mem_limit) rc = eu_env_int("EUTAXY_MEM_LIMIT", 1, INT64_C(1) << 20, &mib, err, errlen);
     if (rc != EU_OK) {
       free(w);
       return rc;
