@@ -252,13 +252,13 @@ typedef struct pass {
 } pass;
 
 int eu_holds_eval_all(eu_store *s, sqlite3_stmt *st, const eu_prop *const *ps, int n) {
-  pass one, *pa = &one;
+  pass few[4], *pa = few;
   int rc, holds = 1, i, j;
   if (n < 1 || !sqlite3_stmt_readonly(st)) {
     eu_store_reset(s, st);
     return 0;
   }
-  if (n > 1 && !(pa = malloc((size_t)n * sizeof *pa))) {
+  if (n > (int)(sizeof few / sizeof few[0]) && !(pa = malloc((size_t)n * sizeof *pa))) {
     eu_store_reset(s, st);
     return 0;
   }
@@ -285,7 +285,7 @@ int eu_holds_eval_all(eu_store *s, sqlite3_stmt *st, const eu_prop *const *ps, i
     eu_buf_free(&pa[i].bytes);
   }
   eu_store_reset(s, st);
-  if (pa != &one) free(pa);
+  if (pa != few) free(pa);
   return holds;
 }
 
