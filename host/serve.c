@@ -101,6 +101,7 @@
 #include "ws.h"
 #include "prng.h"
 #include "serve.h"
+#include "sqlmem.h"
 #include "store.h"
 #include "world.h"
 
@@ -2736,6 +2737,8 @@ int eu_serve_run(const eu_serve_opts *o, char *err, size_t errlen) {
    * default, up to 16 here) each kept its freed memory apart, 11 MB more
    * at the peak of 4,000 new objects. Two: the loop's, and the pool's. */
   mallopt(M_ARENA_MAX, 2);
+  /* and SQLite runs on them as well as on the loop's */
+  eu_sqlmem_share();
   s->dirfd = -1;
   fill_defaults(s);
   if ((rc = uv_loop_init(&s->loop)) != 0) {

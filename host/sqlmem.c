@@ -6,8 +6,11 @@
  * sweep counts the same allocations with or without it.
  *
  * SQLite may allocate on any thread, and a block may be freed on another
- * than the one that made it: the meter's counts change with atomic
- * operations, and the current meter is per thread. In the host a store's
+ * than the one that made it: once the process says so (eu_sqlmem_share,
+ * before SQLite runs on a second thread) the meter's counts change with
+ * atomic operations; until then, as in a check, plainly, since a locked
+ * add at every allocation and free is a cost with nothing to guard
+ * against. The current meter is per thread. In the host a store's
  * SQLite calls run on the thread of its world, but for serve's opening of
  * an object's file on the thread pool, after which the connection and its
  * meter move to the world's thread: one thread at a time touches a meter.
@@ -42,9 +45,21 @@ static sqlite3_mem_methods orig;
 static int installed;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static _Thread_local eu_sqlmem *current;
+static int shared;  /* SQLite may run on more than one thread */
+
+static void add(size_t *to, size_t n) {
+  if (shared) __atomic_add_fetch(to, n, __ATOMIC_RELAXED);
+  else *to += n;
+}
+
+static void sub(size_t *from, size_t n) {
+  if (shared) __atomic_sub_fetch(from, n, __ATOMIC_RELAXED);
+  else *from -= n;
+}
 
 static void unref(eu_sqlmem *m) {
-  if (__atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) == 0) free(m);
+  long left = shared ? __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) : --m->refs;
+  if (left == 0) free(m);
 }
 
 /* Whether the meter must refuse n more bytes. */
@@ -55,14 +70,14 @@ static int refuses(eu_sqlmem *m, size_t n) {
     return 1;
   }
   if (!m->enforce || !m->limit) return 0;
-  used = __atomic_load_n(&m->live, __ATOMIC_RELAXED) + (m->also ? *m->also : 0);
+  used = (shared ? __atomic_load_n(&m->live, __ATOMIC_RELAXED) : m->live) + (m->also ? *m->also : 0);
   if (used <= m->limit && n <= m->limit - used) return 0;
   m->refused = 1;
   return 1;
 }
 
 static void count(eu_sqlmem *m, size_t n) {
-  __atomic_add_fetch(&m->live, n, __ATOMIC_RELAXED);
+  add(&m->live, n);
   if (m->charging) m->charged += n;
 }
 
@@ -142,7 +157,8 @@ static void *new_block(eu_sqlmem *m, int n) {
   b->owner = m;
   b->size = (size_t)n;
   if (m) {
-    __atomic_add_fetch(&m->refs, 1, __ATOMIC_RELAXED);
+    if (shared) __atomic_add_fetch(&m->refs, 1, __ATOMIC_RELAXED);
+    else m->refs++;
     count(m, (size_t)n);
   }
   return b + 1;
@@ -161,7 +177,7 @@ static void m_free(void *p) {
   b = (blk *)p - 1;
   if (b->owner) {
     eu_sqlmem *m = b->owner;
-    __atomic_sub_fetch(&m->live, b->size, __ATOMIC_RELAXED);
+    sub(&m->live, b->size);
     unref(m);
   }
   if (!put_spare(b)) orig.xFree(b);
@@ -186,7 +202,7 @@ static void *m_realloc(void *p, int n) {
     if (spare_size(old) && spare_size((size_t)n) && class_size((size_t)n) == class_size(old)) {
       b->size = (size_t)n;
       if (m && (size_t)n >= old) count(m, (size_t)n - old);
-      else if (m) __atomic_sub_fetch(&m->live, old - (size_t)n, __ATOMIC_RELAXED);
+      else if (m) sub(&m->live, old - (size_t)n);
       return p;
     }
     if (!(q = new_block(m, n))) return NULL;
@@ -199,7 +215,7 @@ static void *m_realloc(void *p, int n) {
   nb->size = (size_t)n;
   if (m) {
     if ((size_t)n >= old) count(m, (size_t)n - old);
-    else __atomic_sub_fetch(&m->live, old - (size_t)n, __ATOMIC_RELAXED);
+    else sub(&m->live, old - (size_t)n);
   }
   return nb + 1;
 }
@@ -294,6 +310,8 @@ int eu_sqlmem_install(void) {
 }
 
 int eu_sqlmem_installed(void) { return installed; }
+
+void eu_sqlmem_share(void) { shared = 1; }
 
 eu_sqlmem *eu_sqlmem_new(void) {
   eu_sqlmem *m = calloc(1, sizeof *m);

@@ -38,6 +38,10 @@ typedef struct eu_sqlmem {
 int eu_sqlmem_install(void);
 /* 1 when the allocator is in place. */
 int eu_sqlmem_installed(void);
+/* From now on SQLite may run on more than one thread: the meters count
+ * with atomic operations. Called before the second thread starts, and
+ * never undone. */
+void eu_sqlmem_share(void);
 
 /* A new meter (NULL when out of memory); release gives up the owner's hold. */
 eu_sqlmem *eu_sqlmem_new(void);
