@@ -129,16 +129,31 @@ static void push_column(lua_State *L, sqlite3_stmt *st, int i) {
  * (storage.lua's Cursor) in place of rows. Column names are read after the
  * first step, because the step may recompile a cached statement (SELECT *
  * after ALTER TABLE). */
+/* The names of a result's fields, kept as user values of the functions'
+ * shared state (push_state): setting a field by a string made once costs
+ * less than by a C string, which Lua looks up every time. */
+enum { KEY_ROWS = 1, KEY_CURSOR_ROWS, KEY_NAMES, KEY_READ, KEY_WRITTEN, KEY_POS, NKEYS };
+static const char *const key_names[NKEYS] = { NULL, "rows", "_rows", "columnNames", "rowsRead",
+                                              "rowsWritten", "_pos" };
+
+/* t[key k] = the value on top, popped; the keys are the state's at idx. */
+static void set_key(lua_State *L, int t, int state, int k) {
+  lua_getiuservalue(L, state, k);
+  lua_insert(L, -2);
+  lua_rawset(L, t);
+}
+
+/* exec_rows(x, what, state): the result of x's statement. what is the
+ * Cursor class (x->cursor), or the query kept alive; state holds the keys. */
 static int exec_rows(lua_State *L) {
   exec_ctx *x = lua_touserdata(L, 1);
   sqlite3 *db = eu_store_db(x->s);
   sqlite3_int64 before = sqlite3_total_changes64(db), written;
   lua_Integer nrows = 0;
   int rc, i, ncol;
-  lua_settop(L, 2);
-  lua_remove(L, 1);          /* 1: the class, or the query kept alive */
-  lua_createtable(L, 0, 5);  /* 2: the result */
-  lua_newtable(L);           /* 3: rows */
+  lua_settop(L, 3);
+  lua_createtable(L, 0, 5);  /* 4: the result */
+  lua_newtable(L);           /* 5: rows */
   rc = eu_store_step(x->s, x->st);
   ncol = sqlite3_column_count(x->st);
   for (; rc == 1; rc = eu_store_step(x->s, x->st)) {
@@ -148,27 +163,27 @@ static int exec_rows(lua_State *L) {
       push_column(L, x->st, i);
       lua_rawseti(L, -2, i + 1);
     }
-    lua_rawseti(L, 3, ++nrows);
+    lua_rawseti(L, 5, ++nrows);
   }
   if (rc < 0) return raise_store(L, x->s);
   written = sqlite3_total_changes64(db) - before;
-  lua_setfield(L, 2, x->cursor ? "_rows" : "rows");
+  set_key(L, 4, 3, x->cursor ? KEY_CURSOR_ROWS : KEY_ROWS);
   lua_createtable(L, ncol, 0);
   for (i = 0; i < ncol; i++) {
     const char *name = sqlite3_column_name(x->st, i);
     lua_pushstring(L, name ? name : "");
     lua_rawseti(L, -2, i + 1);
   }
-  lua_setfield(L, 2, "columnNames");
+  set_key(L, 4, 3, KEY_NAMES);
   lua_pushinteger(L, nrows + (lua_Integer)written);
-  lua_setfield(L, 2, "rowsRead");
+  set_key(L, 4, 3, KEY_READ);
   lua_pushinteger(L, (lua_Integer)written);
-  lua_setfield(L, 2, "rowsWritten");
+  set_key(L, 4, 3, KEY_WRITTEN);
   if (x->cursor) {
     lua_pushinteger(L, 0);
-    lua_setfield(L, 2, "_pos");
-    lua_pushvalue(L, 1);
-    lua_setmetatable(L, 2);
+    set_key(L, 4, 3, KEY_POS);
+    lua_pushvalue(L, 2);
+    lua_setmetatable(L, 4);
   }
   return 1;
 }
@@ -289,7 +304,11 @@ static int run_exec(lua_State *L, int q, int cursor, int level) {
     }
   }
   ls->busy = 1;
-  status = protect(L, exec_rows, &x, cursor ? 1 : q, 1);
+  lua_pushcfunction(L, exec_rows);
+  lua_pushlightuserdata(L, &x);
+  lua_pushvalue(L, cursor ? 1 : q);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  status = lua_pcall(L, 3, 1, 0);
   ls->busy = 0;
   eu_store_reset(x.s, x.st);
   if (status != LUA_OK) return raise_top(L, level);
@@ -750,7 +769,8 @@ static void push_state(lua_State *L, eu_store *s) {
   eu_lstate *ls;
   lua_Alloc f_alloc;
   void *f_ud;
-  ls = lua_newuserdatauv(L, sizeof *ls, 0);
+  int k;
+  ls = lua_newuserdatauv(L, sizeof *ls, NKEYS - 1);
   ls->s = s;
   f_alloc = lua_getallocf(L, &f_ud);  /* the isolate's heap: its images hold the buffers too */
   eu_buf_init_with(&ls->scratch, f_alloc, f_ud);
@@ -760,6 +780,10 @@ static void push_state(lua_State *L, eu_store *s) {
     lua_setfield(L, -2, "__gc");
   }
   lua_setmetatable(L, -2);
+  for (k = 1; k < NKEYS; k++) {
+    lua_pushstring(L, key_names[k]);
+    lua_setiuservalue(L, -2, k);
+  }
 }
 
 void eu_lstore_push(lua_State *L, eu_store *s) {
