@@ -80,13 +80,15 @@ static eu_lstate *lstate_at(lua_State *L, const char *fname, int level) {
 
 static eu_lstate *lstate(lua_State *L, const char *fname) { return lstate_at(L, fname, 0); }
 
-/* Runs fn under lua_pcall with ud and the value at idx as its arguments. */
+/* Runs fn under lua_pcall with ud, the value at idx and the storage
+ * functions' shared state (their upvalue) as its arguments. */
 static int protect(lua_State *L, lua_CFunction fn, void *ud, int idx, int nresults) {
   idx = lua_absindex(L, idx);
   lua_pushcfunction(L, fn);
   lua_pushlightuserdata(L, ud);
   lua_pushvalue(L, idx);
-  return lua_pcall(L, 2, nresults, 0);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  return lua_pcall(L, 3, nresults, 0);
 }
 
 /* sql:exec */
@@ -123,12 +125,6 @@ static void push_column(lua_State *L, sqlite3_stmt *st, int i) {
   }
 }
 
-/* Protected: steps the prepared, bound statement to its end and leaves the
- * result table: { rows, columnNames, rowsRead, rowsWritten }, or, when
- * the context asks for one, a cursor of class arg 2 with _rows and _pos
- * (storage.lua's Cursor) in place of rows. Column names are read after the
- * first step, because the step may recompile a cached statement (SELECT *
- * after ALTER TABLE). */
 /* The names of a result's fields, kept as user values of the functions'
  * shared state (push_state): setting a field by a string made once costs
  * less than by a C string, which Lua looks up every time. */
@@ -136,15 +132,20 @@ enum { KEY_ROWS = 1, KEY_CURSOR_ROWS, KEY_NAMES, KEY_READ, KEY_WRITTEN, KEY_POS,
 static const char *const key_names[NKEYS] = { NULL, "rows", "_rows", "columnNames", "rowsRead",
                                               "rowsWritten", "_pos" };
 
-/* t[key k] = the value on top, popped; the keys are the state's at idx. */
+/* t[key k] = the value on top, popped; the keys are those of the state at index state. */
 static void set_key(lua_State *L, int t, int state, int k) {
   lua_getiuservalue(L, state, k);
   lua_insert(L, -2);
   lua_rawset(L, t);
 }
 
-/* exec_rows(x, what, state): the result of x's statement. what is the
- * Cursor class (x->cursor), or the query kept alive; state holds the keys. */
+/* Protected, with the arguments protect gives it (x, then the Cursor class
+ * or the query kept alive, then the state): steps the prepared, bound
+ * statement to its end and leaves the result table: { rows, columnNames,
+ * rowsRead, rowsWritten }, or, when the context asks for one, a cursor of
+ * the class with _rows and _pos (storage.lua's Cursor) in place of rows.
+ * Column names are read after the first step, because the step may
+ * recompile a cached statement (SELECT * after ALTER TABLE). */
 static int exec_rows(lua_State *L) {
   exec_ctx *x = lua_touserdata(L, 1);
   sqlite3 *db = eu_store_db(x->s);
@@ -304,11 +305,7 @@ static int run_exec(lua_State *L, int q, int cursor, int level) {
     }
   }
   ls->busy = 1;
-  lua_pushcfunction(L, exec_rows);
-  lua_pushlightuserdata(L, &x);
-  lua_pushvalue(L, cursor ? 1 : q);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  status = lua_pcall(L, 3, 1, 0);
+  status = protect(L, exec_rows, &x, cursor ? 1 : q, 1);
   ls->busy = 0;
   eu_store_reset(x.s, x.st);
   if (status != LUA_OK) return raise_top(L, level);
@@ -420,6 +417,7 @@ static int put_many(lua_State *L) {
   char err[EU_ERRLEN];
   eu_span *keys;
   size_t i, n = 0;
+  lua_settop(L, 2);
   lua_pushnil(L);
   while (lua_next(L, 2)) {
     lua_pop(L, 1);
