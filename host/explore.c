@@ -494,6 +494,15 @@ static void count(eu_search *s, void *ud, int faults) {
   tick(s);
 }
 
+/* Whether a run of the tree at cap with this many faults is counted there:
+ * a run with fewer faults than the cap was counted at its own count's tree,
+ * but for the first tree's; the one tree (eu_search.flat) counts every run
+ * with at least its first count. */
+static int counted_at(const eu_search *s, int cap, int faults) {
+  if (s->flat_now) return faults >= s->flat_now;
+  return faults == cap || cap <= s->min_faults;
+}
+
 static int expired(const eu_search *s) {
   return s->deadline_ms && eu_monotonic_ms() > s->deadline_ms;
 }
@@ -794,7 +803,7 @@ static int note_pairs(sweeper *sw, const eu_chooser *c, int from, prefixes *q) {
 
 /* Runs the queued prefixes at cap, breadth-first, queueing what each
  * reaches in turn. A run is counted once, by the shard that owns its
- * faults; in the tree (cap below the search's) only one with cap faults,
+ * faults; in a tree only one the tree counts (counted_at),
  * and its violation is found at once, else the first violation is held. */
 static int deviations(eu_search *s, eu_run_fn fn, void *ud, sweeper *sw, prefixes *q, int cap,
                       int in_tree, eu_chooser *found_c, int *found_faults, char *err, size_t errlen) {
@@ -823,7 +832,7 @@ static int deviations(eu_search *s, eu_run_fn fn, void *ud, sweeper *sw, prefixe
     eu_buf_free(&calls);
     if (v < 0) {
       rc = v;
-    } else if ((!in_tree || faults == cap) && keyset_add(&sw->runs, run_key(&c.path)) > 0 &&
+    } else if ((!in_tree || counted_at(s, cap, faults)) && keyset_add(&sw->runs, run_key(&c.path)) > 0 &&
                (faults ? owner_of(c.fault_set, s->shard_n) : 0) == s->shard_k) {
       count(s, ud, faults);
       if (v == 1 && in_tree) {
@@ -992,7 +1001,7 @@ static int play_back(eu_search *s, sweeper *sw, eu_chooser *c, int cap, int *v, 
   if (c->red) eu_reducer_play_begin(c->red);
   played = play_log(c, l);
   /* a run the tree would count is run: counting takes its notes */
-  if (played && !c->blocked && !(l->faults < cap && cap > s->min_faults) &&
+  if (played && !c->blocked && counted_at(s, cap, l->faults) &&
       !keyset_has(&sw->runs, run_key(&c->path)))
     played = 0;
   if (played) {
@@ -1070,8 +1079,7 @@ static int subtree(eu_search *s, eu_run_fn fn, void *ud, int cap, const eu_choic
       eu_choices_free(&hit.path);
       if (rc != EU_OK || *outcome == TREE_FOUND) break;
     }
-    /* A run with fewer faults than the cap was checked at its own count. */
-    if (faults < cap && cap > s->min_faults) continue;
+    if (!counted_at(s, cap, faults)) continue;
     if (sw && keyset_has(&sw->runs, run_key(&c.path))) continue;
     count(s, ud, faults);
     if (v == 1) {
@@ -1109,23 +1117,70 @@ static int tree(eu_search *s, eu_run_fn fn, void *ud, int cap, sweeper *swept, i
   return rc;
 }
 
+/* The one tree (eu_search.flat): after the fault-free tree, every run up
+ * to the search's cap, each counted at its own fault count as the trees by
+ * count count it, so that a search that ends BOUNDED has run each run once.
+ * The trees by count run a run of f faults again in every tree above f
+ * (to its end: only then are the points known where it could have taken
+ * another); the one tree does not, but gives up their order: by the time it
+ * finds a violation it may have counted runs with more faults, and the
+ * violation may not have the fewest. So then what it counted is set aside
+ * and the trees by count search from its first count up to the
+ * violation's, and report what they find, as a search by count does; the
+ * one tree's violation is held for a budget that runs out first. *top gets
+ * the last count they search (-1: none). */
+static int flat_tree(eu_search *s, eu_run_fn fn, void *ud, int from, sweeper *sw, int *outcome, int *top,
+                     held *h, char *err, size_t errlen) {
+  long counted[16], tried = s->faults_tried;
+  int rc;
+  memcpy(counted, s->counted, sizeof counted);
+  if (s->mark && s->mark(ud) != EU_OK) return eu_err(err, errlen, EU_ENOMEM, "out of memory");
+  s->flat_now = from;
+  rc = tree(s, fn, ud, s->max_faults, sw, outcome, err, errlen);
+  s->flat_now = 0;
+  *top = -1;
+  if (rc != EU_OK || *outcome != TREE_FOUND) return rc;
+  h->on = 1;
+  h->faults = s->faults;
+  memcpy(h->schedule, s->schedule, sizeof h->schedule);
+  memcpy(s->counted, counted, sizeof counted);
+  s->faults_tried = tried;
+  if (s->back) s->back(ud);
+  s->verdict = EU_BOUNDED;
+  s->schedule[0] = '\0';
+  *top = s->faults;
+  *outcome = TREE_DONE;
+  return EU_OK;
+}
+
 static int search_dfs(eu_search *s, eu_run_fn fn, void *ud, char *err, size_t errlen) {
   sweeper sw;
-  int cap, rc = EU_OK, outcome = TREE_DONE, sweeping = s->sweep && s->max_faults > 0 && s->min_faults == 0;
+  held flat;
+  int cap, top = s->max_faults, rc = EU_OK, outcome = TREE_DONE,
+      sweeping = s->sweep && s->max_faults > 0 && s->min_faults == 0, one = s->flat && s->shard_n <= 1;
   memset(&sw, 0, sizeof sw);
+  memset(&flat, 0, sizeof flat);
   if (sweeping && s->reuse && s->shard_n <= 1) sw.logs = calloc(LOG_BUCKETS, sizeof *sw.logs);
   if (sweeping) rc = sweep(s, fn, ud, &sw, err, errlen);
   /* A violation the sweep found stands unless one with fewer faults is found first. */
-  for (cap = s->min_faults; rc == EU_OK && cap <= s->max_faults && outcome == TREE_DONE; cap++) {
+  for (cap = s->min_faults; rc == EU_OK && cap <= top && outcome == TREE_DONE; cap++) {
     if (sw.h.on && cap >= sw.h.faults) break;
-    if (expired(s)) outcome = TREE_EXPIRED;
-    else rc = tree(s, fn, ud, cap, sweeping ? &sw : NULL, &outcome, err, errlen);
+    if (expired(s)) {
+      outcome = TREE_EXPIRED;
+    } else if (one && cap > s->min_faults && cap < s->max_faults && !sw.h.on) {
+      one = 0;
+      rc = flat_tree(s, fn, ud, cap, sweeping ? &sw : NULL, &outcome, &top, &flat, err, errlen);
+      cap--;  /* the trees by count from this one, if it found a violation */
+    } else {
+      rc = tree(s, fn, ud, cap, sweeping ? &sw : NULL, &outcome, err, errlen);
+    }
   }
   free(sw.runs.slot);
   free(sw.tried.slot);
   free_logs(&sw);
   if (rc != EU_OK) return rc;
   if (outcome == TREE_FOUND) return EU_OK;
+  if (flat.on) sw.h = flat;
   if (sw.h.on) {
     s->verdict = EU_VIOLATED;
     s->faults = sw.h.faults;

@@ -10,7 +10,10 @@
  * follows a recorded schedule.
  *
  * The search runs the tree once per fault count, 0 faults, then at most 1,
- * and so on, so the first violation found has the fewest faults. It knows
+ * and so on, so the first violation found has the fewest faults; or, with
+ * eu_search.flat, the fault-free tree and then one with the search's cap,
+ * counting each run at its own count, and by count again only once a
+ * violation is found, for the one the trees by count find. It knows
  * nothing of worlds or invariants: a run function does a whole run and says
  * whether it violated.
  *
@@ -133,12 +136,21 @@ typedef struct eu_search {
    * says so (not with turn checks, whose footprints depend on what earlier
    * runs reached), and not in shards. */
   int reuse;
+  /* dfs: after the fault-free tree, one tree at max_faults instead of one a
+   * fault count (explore.c): a run with fewer faults than the cap is not run
+   * again at every higher count. Not in shards, whose runs are split by count. */
+  int flat;
+  int flat_now;           /* the one tree is under way: the fewest faults it counts, else 0 */
   /* The run function's owner may keep what it notes of each run (coverage):
    * on_counted says the run just done counts as a schedule; a parallel worker
    * sends what export writes, and the parent hands it to merge. Each may be NULL. */
   void (*on_counted)(void *ud);
   int (*export_notes)(void *ud, eu_buf *out);
   int (*merge_notes)(void *ud, const char *p, size_t n);
+  /* mark keeps what the counted runs noted so far; back puts it back, as
+   * the one tree's counts are set aside. Both or neither. */
+  int (*mark)(void *ud);
+  void (*back)(void *ud);
   /* A live line on stderr (the caller decides it is a terminal): schedules,
    * rate, faults tried, elapsed, budget left; at most 4 redraws a second.
    * Wall-clock UI only: nothing of it reaches the result. */

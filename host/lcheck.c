@@ -84,7 +84,9 @@ typedef struct point {
  * decisions before it noted (see the restorer below). */
 typedef struct pnote {
   int point;              /* index in points */
-  unsigned kinds, open, spent;
+  unsigned kinds;
+  int open;               /* the run could still inject a fault there */
+  int before;             /* faults the run struck before it */
   int struck;
 } pnote;
 
@@ -157,8 +159,12 @@ typedef struct xctx {
   int broke_ref;            /* an always's violation after a turn: the run stopped there */
   char turn_err[EU_ERRLEN]; /* the turn function raised: the run stopped there */
   int run_cap;              /* the fault cap of the run in progress */
+  const eu_search *search;  /* the search under way, if any */
   pnote *notes;             /* this run's fault points */
   int nnotes, capnotes;
+  point *mark;              /* the points' counts as search_mark found them */
+  int nmark, capmark;
+  long mark_by_kind[EU_FAULT_NKINDS];
   /* The restorer: one world kept for the whole search, with a checkpoint
    * before every step of the last run (world.h). A run whose decisions
    * start as the last one's did starts at the deepest checkpoint they
@@ -293,6 +299,7 @@ static void free_ctx(xctx *x) {
   free(x->rcks);
   eu_trail_free(&x->rtrail);
   free(x->notes);
+  free(x->mark);
   for (i = 0; i < x->nprivate; i++) eu_store_close(x->private[i]);
   free(x->private);
   for (i = 0; i < x->npool; i++) eu_store_close(x->pool[i].store);
@@ -714,24 +721,31 @@ static void note_point(void *ud, const char *label, unsigned kinds, int open, in
     x->notes = a;
     x->capnotes = cap;
   }
-  n = &x->notes[x->nnotes++];
+  n = &x->notes[x->nnotes];
   n->point = (int)(pt - x->points);
   n->kinds = kinds;
-  n->open = open ? kinds : 0;
-  n->spent = !open && x->run_cap > 0 ? kinds : 0;  /* not a run of the 0-fault tree */
+  n->open = open;
+  n->before = x->nnotes ? n[-1].before + (n[-1].struck != 0) : 0;
   n->struck = struck;
+  x->nnotes++;
 }
 
-/* The run's notes, onto the points (forget_run first). */
-static void apply_notes(xctx *x) {
-  int i;
+/* The run's notes, onto the points (forget_run first). A point is open
+ * where the run could still strike a fault, and spent where it could not
+ * for its cap (but in the fault-free tree). The one tree (eu_search.flat)
+ * runs a run of f faults under a higher cap, where the trees by count
+ * count it under the cap f: it is noted as there, open where a fault of
+ * its f was still to strike and spent past its last. */
+static void apply_notes(xctx *x, int faults) {
+  int i, flat = x->search && x->search->flat_now;
   for (i = 0; i < x->nnotes; i++) {
     const pnote *n = &x->notes[i];
     point *pt = &x->points[n->point];
+    int open = flat ? n->open && n->before < faults : n->open;
     pt->seen = 1;
     pt->run_kinds |= n->kinds;
-    pt->run_open |= n->open;
-    pt->run_spent |= n->spent;
+    if (open) pt->run_open |= n->kinds;
+    else if (flat ? faults > 0 : x->run_cap > 0) pt->run_spent |= n->kinds;
     if (n->struck) {
       pt->run_tried |= EU_FAULT_BIT(n->struck);
       x->run_by_kind[n->struck]++;
@@ -746,6 +760,38 @@ static void forget_run(xctx *x) {
     x->points[i].seen = 0;
     x->points[i].run_kinds = x->points[i].run_open = x->points[i].run_spent = x->points[i].run_tried = 0;
   }
+}
+
+/* What the counted runs noted so far, kept (search_mark) and put back
+ * (search_back): the one tree's runs are set aside when the trees by
+ * count must search again. The points found since stay, counted by none. */
+static int search_mark(void *ud) {
+  xctx *x = ud;
+  if (x->npoints > x->capmark) {
+    point *a = realloc(x->mark, (size_t)x->npoints * sizeof *a);
+    if (!a) return EU_ENOMEM;
+    x->mark = a;
+    x->capmark = x->npoints;
+  }
+  if (x->npoints) memcpy(x->mark, x->points, (size_t)x->npoints * sizeof *x->mark);
+  x->nmark = x->npoints;
+  memcpy(x->mark_by_kind, x->by_kind, sizeof x->by_kind);
+  return EU_OK;
+}
+
+static void search_back(void *ud) {
+  xctx *x = ud;
+  int i;
+  for (i = 0; i < x->npoints; i++) {
+    point *pt = &x->points[i];
+    const point *m = i < x->nmark ? &x->mark[i] : NULL;
+    pt->reached = m ? m->reached : 0;
+    pt->kinds = m ? m->kinds : 0;
+    pt->open = m ? m->open : 0;
+    pt->spent = m ? m->spent : 0;
+    pt->tried = m ? m->tried : 0;
+  }
+  memcpy(x->by_kind, x->mark_by_kind, sizeof x->by_kind);
 }
 
 static void keep_run(void *ud) {
@@ -1566,7 +1612,7 @@ static int run_world_body(xctx *x, eu_chooser *ch, uint64_t events, int cap, int
     eu_buf_put(&x->faults, eu_world_fault_log(w)->p, eu_world_fault_log(w)->n);
   }
   forget_run(x);
-  apply_notes(x);
+  apply_notes(x, *faults);
   if (kept && eu_faultsim_ooms() != ooms && !eu_faultsim_active) {
     /* An arena ran out of room (its classes keep what was freed for
      * blocks of the same size): the host's shortfall, not the scenario's.
@@ -1770,12 +1816,15 @@ static int l_explore(lua_State *L) {
   s.reduce = s.mode == EU_MODE_DFS && (lua_isnil(L, -1) || lua_toboolean(L, -1));
   lua_pop(L, 1);
   s.sweep = s.mode == EU_MODE_DFS;
+  s.flat = s.mode == EU_MODE_DFS && !opt_bool(L, 1, "byFaultCount");
   /* Turn checks read what earlier runs reached (the sometimes probes): a
    * run is then not a function of its decisions alone, nor played back. */
   s.reuse = x->restore && !x->turn_idx;
   if (s.mode == EU_MODE_REPLAY && !s.replay) return luaL_error(L, "core.explore: replay needs a schedule");
   jobs = (int)opt_int(L, 1, "jobs", 1);
   s.on_counted = keep_run;
+  s.mark = search_mark;
+  s.back = search_back;
   s.export_notes = export_points;
   s.merge_notes = merge_points;
   /* the live line is for a person at a terminal, never for a pipe or a file */
@@ -1791,12 +1840,14 @@ static int l_explore(lua_State *L) {
     eu_linecov_release();
     return luaL_error(L, "out of memory counting coverage");
   }
+  x->search = &s;
   rc = eu_search_parallel(&s, jobs, run_once, x, err, sizeof err);
   if (held) eu_linecov_release();
   eu_search_progress_end(&s);
   x->covering = x->probing = 0;
   if (rc == EU_OK && s.verdict == EU_VIOLATED && opt_bool(L, 1, "shrink"))
     rc = eu_search_shrink(&s, run_once, x, &shrink_runs, err, sizeof err);
+  x->search = NULL;
   drop_world(x);
   leave_spares(x);  /* now, not when the collector comes to x */
 

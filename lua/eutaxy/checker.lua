@@ -33,7 +33,7 @@ end
 
 -- The options that shape an exploration, which --merge (reading reports) refuses.
 local EXPLORING = { "--replay", "--random", "--seed", "--shard", "-j", "--check-determinism", "--budget-ms",
-                    "--no-reduction", "--no-restore", "--end-states", "--save-regression", "--coverage",
+                    "--no-reduction", "--no-restore", "--by-fault-count", "--end-states", "--save-regression", "--coverage",
                     "--coverage-out" }
 
 local function parse_args(argv)
@@ -71,6 +71,7 @@ local function parse_args(argv)
     elseif a == "--check-determinism" then o.determinism = true
     elseif a == "--no-reduction" then o.no_reduction = true
     elseif a == "--no-restore" then o.no_restore = true
+    elseif a == "--by-fault-count" then o.by_fault_count = true
     elseif a == "--budget-ms" then o.budget = count(a)
     elseif a == "--quiet" then o.quiet = true
     elseif a == "--end-states" then o.end_states = true
@@ -1069,6 +1070,7 @@ local function run_check(o)
     checkDeterminism = o.determinism, jobs = o.jobs, shardK = o.shard_k, shardN = o.shard_n,
     reduction = not o.no_reduction,
     restore = not o.no_restore,
+    byFaultCount = o.by_fault_count,
     progress = not o.quiet,
   }
   local caps = {}

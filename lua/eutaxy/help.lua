@@ -52,6 +52,9 @@ help.commands = {
       { "--no-restore", "build every schedule's world from the start instead of returning to a state an earlier "
           .. "schedule passed through, and run the sweep's runs again rather than play them back (the same "
           .. "verdict and counts, slower)" },
+      { "--by-fault-count", "explore the schedules with no fault first, then those with one, and so on, one "
+          .. "tree a count, rather than all in one tree (a violation found has the fewest faults either way; "
+          .. "without reduction the same counts, slower; a shard always does)" },
       { "--budget-ms MS", "the time budget (default: the scenario's bounds.budgetMs)" },
       { "--quiet", "print the verdict line only" },
       { "--coverage", "also write an LCOV tracefile, lcov.info (for genhtml or CI), of the lines of the "
