@@ -34,16 +34,7 @@ local function scenario_files()
   return files
 end
 
-local function comparable(doc)
-  local copy = {}
-  for k, v in pairs(doc) do copy[k] = v end
-  if type(doc.counts) == "table" then
-    copy.counts = {}
-    for k, v in pairs(doc.counts) do copy.counts[k] = v end
-    for _, field in ipairs(DROPPED) do copy.counts[field] = nil end
-  end
-  return copy
-end
+local function comparable(doc) return reports.comparable(doc, DROPPED) end
 
 local summary = { checks = 0, one = 0, by_count = 0 }
 

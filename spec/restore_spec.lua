@@ -87,16 +87,7 @@ local EXIT = { BOUNDED = 0, VIOLATED = 1, NONDETERMINISTIC = 1, INCONCLUSIVE = 3
 
 local DROPPED = { "elapsedMs", "elapsedMsSum", "worldsBuilt", "runsRewound", "runsReused", "runsCountedAgain" }
 
-local function comparable(doc)
-  local copy = {}
-  for k, v in pairs(doc) do copy[k] = v end
-  if type(doc.counts) == "table" then
-    copy.counts = {}
-    for k, v in pairs(doc.counts) do copy.counts[k] = v end
-    for _, field in ipairs(DROPPED) do copy.counts[field] = nil end
-  end
-  return copy
-end
+local function comparable(doc) return reports.comparable(doc, DROPPED) end
 
 local show = reports.show
 

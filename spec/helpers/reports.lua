@@ -41,4 +41,20 @@ function reports.differences(a, b, a_name, b_name, out)
   return out
 end
 
+--- A copy of a report without the counts named in dropped (what may differ
+--- between the two checks compared: the clock, the restorer's counts).
+---@param doc table
+---@param dropped string[]
+---@return table
+function reports.comparable(doc, dropped)
+  local copy = {}
+  for k, v in pairs(doc) do copy[k] = v end
+  if type(doc.counts) == "table" then
+    copy.counts = {}
+    for k, v in pairs(doc.counts) do copy.counts[k] = v end
+    for _, field in ipairs(dropped) do copy.counts[field] = nil end
+  end
+  return copy
+end
+
 return reports
