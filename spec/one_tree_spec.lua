@@ -25,9 +25,14 @@ local DROPPED = { "elapsedMs", "elapsedMsSum", "runs", "worldsBuilt", "runsRewou
 
 local sh, quote, show = process.sh, process.quote, reports.show
 
+-- Under memcheck and the sanitizers (EUTAXY_ONE_TREE_SEEDS), the examples
+-- whose bound allows two faults, where the one tree is grown at all (the
+-- planted one VIOLATED, so handed back to the trees by count), and the
+-- lease pool, where it is not.
 local function scenario_files()
-  if VALGRIND then
-    return { "scenarios/lease-pool/leases.fixed.sim.lua", "scenarios/lease-pool/leases.sim.lua" }
+  if VALGRIND or os.getenv("EUTAXY_ONE_TREE_SEEDS") then
+    return { "scenarios/lease-pool/leases.fixed.sim.lua", "scenarios/outbound-payment/payment.fixed.sim.lua",
+             "scenarios/outbound-payment/payment.sim.lua" }
   end
   local files = {}
   for line in sh("find scenarios -name '*.sim.lua' | LC_ALL=C sort"):gmatch("[^\n]+") do files[#files + 1] = line end
