@@ -401,7 +401,7 @@ static int cmd_test(int argc, char **argv) {
  * The heap of a short command on huge pages. A check allocates a few
  * megabytes in its first milliseconds (the command's modules, SQLite's
  * pages, the first images), one page fault per 4 KiB page touched; on a
- * virtual machine a fault costs tens of microseconds, a third of
+ * virtual machine a fault costs tens of microseconds, a fifth of
  * leases.fixed.sim.lua's whole run. The kernel backs a range marked
  * MADV_HUGEPAGE with 2 MiB pages on first touch, one fault each, but only
  * where the mark came before the touch. So, before the first malloc: the
