@@ -1535,11 +1535,11 @@ static int run_world_body(xctx *x, eu_chooser *ch, uint64_t events, int cap, int
   o.choose_ud = ch;
   o.max_faults = cap;
   o.no_trace = !trace;
-  /* An isolate built for one run collects less often, which is cheaper;
-   * the kept world's isolates collect as Lua does by default, since what
-   * the heap grows to is what every checkpoint copies. The memory limit
-   * holds either way. */
-  o.gc_pause = kept ? 200 : 400;
+  /* A world built for one run collects as the kept world does (Lua's
+   * default pace): when garbage goes is what a weak table shows, and how
+   * much of it the memory limit counts, so a schedule must meet the same
+   * collections in either. */
+  o.gc_pause = 200;
   o.store_provider = kept || !x->restore ? provide_store : provide_private;
   o.store_ud = x;
   o.fault_point = note_point;
