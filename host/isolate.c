@@ -88,10 +88,16 @@ eu_meter *eu_isolate_meter(eu_isolate *iso) {
   return &iso->meter;
 }
 
+static uint64_t refusals;
+
+uint64_t eu_isolate_refusals(void) { return __atomic_load_n(&refusals, __ATOMIC_RELAXED); }
+
 /* Whether growing a block by old -> nsize stays within the limit. */
 static int within(eu_isolate *iso, size_t old, size_t nsize) {
   size_t used = iso->mem - old + nsize + (iso->also ? *iso->also : 0);
-  return used <= iso->mem_limit + iso->reserve;
+  if (used <= iso->mem_limit + iso->reserve) return 1;
+  __atomic_add_fetch(&refusals, 1, __ATOMIC_RELAXED);
+  return 0;
 }
 
 /* The isolate's heap: resizes a block of old bytes to n (n 0 frees it,

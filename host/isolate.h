@@ -53,6 +53,9 @@ void eu_isolate_set_owner(eu_isolate *iso, void *ud, const eu_determ_hooks *hook
 eu_isolate *eu_isolate_of(lua_State *L);
 size_t eu_isolate_mem(eu_isolate *iso);
 size_t eu_isolate_mem_limit(eu_isolate *iso);
+/* How many allocations isolates have refused for their limit in this
+ * process (see eu_sqlmem_refusals). */
+uint64_t eu_isolate_refusals(void);
 eu_meter *eu_isolate_meter(eu_isolate *iso);  /* the CPU meter, for sandbox.c */
 
 /* Bytes the same object uses elsewhere (its SQLite memory): *also counts

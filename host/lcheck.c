@@ -38,9 +38,11 @@
 #include "fault.h"
 #include "faultsim.h"
 #include "holds.h"
+#include "isolate.h"
 #include "lcore.h"
 #include "linecov.h"
 #include "sandbox.h"
+#include "sqlmem.h"
 #include "store.h"
 #include "world.h"
 
@@ -78,6 +80,9 @@ typedef struct point {
  * steps are run again when a later run needs them rather than kept. */
 #define EU_CHECKPOINT_BUDGET ((size_t)256 << 20)
 #define EU_CHECKPOINTS_DENSE 64
+/* The kept world is built again when its stores' journals have grown past
+ * this, and past four times what they held after its first run. */
+#define EU_JOURNAL_SLACK ((size_t)16 << 20)
 
 /* A fault point noted by the run in progress: applied to the points when
  * the run ends, so that a run that starts at a checkpoint has what the
@@ -187,6 +192,7 @@ typedef struct xctx {
   long recounted;           /* watched runs run again counted (0 or 1 a process) */
   int rfirst;               /* no step of the kept world has run yet */
   int rsteps_on;            /* its last run's steps were reported (eu_chooser_steps) */
+  size_t rjournal;          /* its stores' journals after its first run, or (size_t)-1 before */
   long rstep;               /* steps of the run that could have had a checkpoint */
   eu_drive rdrive;          /* the drive of the kept world's runs */
   int restore_given_up;     /* an arena ran out: the rest of the search builds its worlds */
@@ -1435,11 +1441,29 @@ static int pick_checkpoint(xctx *x, const eu_chooser *ch, int cap) {
   return j;
 }
 
+/* Whether the pool's databases hold so much journal that the kept world
+ * is better built again. A savepoint rolled back to stays open, and SQLite
+ * takes back the journal written under it only when it is released or the
+ * transaction ends: a long search under one checkpoint piles it up, each
+ * rewind plays it back, and an object's memory limit counts it. Building
+ * the world again ends the pool's transactions. */
+static int journal_piled(xctx *x) {
+  size_t n = 0;
+  int i;
+  for (i = 0; i < x->npool; i++) n += eu_store_journal_bytes(x->pool[i].store);
+  if (x->rjournal == (size_t)-1) {
+    x->rjournal = n;
+    return 0;
+  }
+  return n > EU_JOURNAL_SLACK && (n - EU_JOURNAL_SLACK) / 4 > x->rjournal;
+}
+
 /* The kept world, at the checkpoint the run starts from, or a new one. */
 static int start_kept(xctx *x, eu_chooser *ch, const eu_world_opts *o, uint64_t events, int cap,
                       int trace, char *err, size_t errlen) {
   int j = -1, rc;
-  if (x->rw && (x->rbroken || x->nrcks == 0 || x->rw_events != events || x->rw_trace != trace)) drop_world(x);
+  if (x->rw && (x->rbroken || x->nrcks == 0 || x->rw_events != events || x->rw_trace != trace || journal_piled(x)))
+    drop_world(x);
   if (x->rw) {
     j = pick_checkpoint(x, ch, cap);
     if (eu_world_rewind(x->rw, j) != EU_OK || eu_drive_load(&x->rdrive, &x->rst, x->rcks[j].drive.p) != EU_OK) {
@@ -1470,6 +1494,7 @@ static int start_kept(xctx *x, eu_chooser *ch, const eu_world_opts *o, uint64_t 
     x->nrcks = 0;
     x->rskip = 0;
     x->rfirst = 1;
+    x->rjournal = (size_t)-1;
     x->nnotes = 0;
     x->rebuilt++;
     eu_chooser_begin(ch, x->rw);
@@ -1529,7 +1554,8 @@ static int run_world_body(xctx *x, eu_chooser *ch, uint64_t events, int cap, int
   eu_world *w = NULL;
   eu_drive d = x->drive;
   eu_drive_answer *answers = NULL;
-  uint64_t ooms;
+  uint64_t ooms, refusals;
+  long checks = x->turn_checks;
   int rc, settled = 1;
   o.choose = eu_chooser_choose;
   o.choose_ud = ch;
@@ -1556,6 +1582,7 @@ static int run_world_body(xctx *x, eu_chooser *ch, uint64_t events, int cap, int
   x->run_cap = cap;
   forget_run(x);
   ooms = eu_faultsim_ooms();
+  refusals = eu_sqlmem_refusals() + eu_isolate_refusals();
   if (kept) {
     if ((rc = start_kept(x, ch, &o, events, cap, trace, err, errlen)) != EU_OK) return rc;
     w = x->rw;
@@ -1621,6 +1648,19 @@ static int run_world_body(xctx *x, eu_chooser *ch, uint64_t events, int cap, int
     drop_world(x);
     x->restore = 0;
     x->restore_given_up = 1;
+    return run_world(x, ch, events, cap, faults, trace, 0, err, errlen);
+  }
+  if (kept && eu_sqlmem_refusals() + eu_isolate_refusals() != refusals) {
+    /* An object ran into a memory limit in the kept world, whose
+     * databases hold more than a world built for the schedule would: the
+     * journal of every checkpoint's savepoint, and statements earlier runs
+     * prepared. The limit counts them. Whether a world built for the
+     * schedule runs into it is what counts, so the schedule runs again in
+     * one. The kept world is built again for the next run: its
+     * checkpoints past that point were made in a state no such world
+     * reaches. */
+    drop_world(x);
+    x->turn_checks = checks;
     return run_world(x, ch, events, cap, faults, trace, 0, err, errlen);
   }
   if (kept) {

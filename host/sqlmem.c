@@ -62,17 +62,23 @@ static void unref(eu_sqlmem *m) {
   if (left == 0) free(m);
 }
 
+static uint64_t refusals;
+
+uint64_t eu_sqlmem_refusals(void) { return __atomic_load_n(&refusals, __ATOMIC_RELAXED); }
+
 /* Whether the meter must refuse n more bytes. */
 static int refuses(eu_sqlmem *m, size_t n) {
   size_t used;
   if (m->charging && (m->charged > m->charge_max || n > m->charge_max - m->charged)) {
     m->over = 1;
+    __atomic_add_fetch(&refusals, 1, __ATOMIC_RELAXED);
     return 1;
   }
   if (!m->enforce || !m->limit) return 0;
   used = (shared ? __atomic_load_n(&m->live, __ATOMIC_RELAXED) : m->live) + (m->also ? *m->also : 0);
   if (used <= m->limit && n <= m->limit - used) return 0;
   m->refused = 1;
+  __atomic_add_fetch(&refusals, 1, __ATOMIC_RELAXED);
   return 1;
 }
 

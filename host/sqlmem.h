@@ -43,6 +43,11 @@ int eu_sqlmem_installed(void);
  * never undone. */
 void eu_sqlmem_share(void);
 
+/* How many allocations meters have refused in this process, for a limit
+ * or a statement's charge: the checker compares the count before and
+ * after a run in a restored world (lcheck.c). */
+uint64_t eu_sqlmem_refusals(void);
+
 /* A new meter (NULL when out of memory); release gives up the owner's hold. */
 eu_sqlmem *eu_sqlmem_new(void);
 void eu_sqlmem_release(eu_sqlmem *m);

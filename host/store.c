@@ -1283,6 +1283,16 @@ int eu_store_set_limits(eu_store *s, const eu_store_limits *l) {
 
 const size_t *eu_store_mem_ptr(eu_store *s) { return &s->mem->live; }
 
+size_t eu_store_journal_bytes(eu_store *s) {
+  int stmt = 0, schema = 0, high;
+  size_t kept;
+  if (!s->db) return 0;
+  sqlite3_db_status(s->db, SQLITE_DBSTATUS_STMT_USED, &stmt, &high, 0);
+  sqlite3_db_status(s->db, SQLITE_DBSTATUS_SCHEMA_USED, &schema, &high, 0);
+  kept = (size_t)stmt + (size_t)schema;
+  return s->mem->live > kept ? s->mem->live - kept : 0;
+}
+
 void eu_store_gate(eu_store *s, int open) {
   eu_store_gate_with(s, open, NULL);
 }

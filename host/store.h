@@ -120,6 +120,11 @@ typedef struct eu_store_limits {
 } eu_store_limits;
 int eu_store_set_limits(eu_store *s, const eu_store_limits *l);
 const size_t *eu_store_mem_ptr(eu_store *s);
+/* The bytes of the store's count that are neither its statements nor its
+ * schema: its journals, for the most part. Savepoints rolled back to and
+ * kept (eu_store_checkpoint_back) leave journal SQLite does not take back
+ * until the transaction ends, and an object's limit counts it. */
+size_t eu_store_journal_bytes(eu_store *s);
 
 /* The gate (open when the store opens). While it is closed every storage
  * call that user code reaches (sql:exec, KV, alarms, transactionSync, the

@@ -616,6 +616,39 @@ static void test_checkpoint_back_keeps_the_mark(void) {
   eu_store_close(s);
 }
 
+/* A checkpoint's savepoint journals the pages written under it, and the
+ * store counts that journal (eu_store_journal_bytes), apart from its
+ * statements and schema; a return to the checkpoint keeps it, and the end
+ * of the run's transaction gives it all back. */
+static void test_journal_bytes(void) {
+  eu_store *s = open_store();
+  size_t before;
+  int i;
+  ASSERT_OK(sql_run(s, "CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT)"));
+  ASSERT_OK(sql_run(s, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400) "
+                       "INSERT INTO t SELECT x, printf('%0200d', x) FROM c"));
+  ASSERT_OK(eu_store_commit(s));
+  ASSERT_EQ(scalar(s, "SELECT count(*) FROM t"), 400);  /* a statement prepared and kept */
+  ASSERT_OK(eu_store_commit(s));
+  before = eu_store_journal_bytes(s);
+  ASSERT_OK(eu_store_baseline_begin(s));
+  ASSERT_OK(eu_store_checkpoint(s));
+  for (i = 0; i < 4; i++) {
+    ASSERT_OK(sql_run(s, "UPDATE t SET b = b || 'x'"));
+    ASSERT_OK(eu_store_commit(s));
+    ASSERT_OK(eu_store_checkpoint(s));
+  }
+  /* every page of t, at least once: 400 rows of 200 bytes */
+  ASSERT(eu_store_journal_bytes(s) > before + 80000);
+  ASSERT_OK(eu_store_checkpoint_back(s, 5, 1));  /* the first, kept */
+  ASSERT_EQ(scalar(s, "SELECT max(length(b)) FROM t"), 200);
+  ASSERT_OK(eu_store_rollback(s));
+  ASSERT(eu_store_journal_bytes(s) > before + 80000);
+  ASSERT_OK(eu_store_baseline_end(s));
+  ASSERT(eu_store_journal_bytes(s) < before + 16384);
+  eu_store_close(s);
+}
+
 /* The first turn after a checkpoint, or after a return to a kept one, ends
  * on the checkpoint's savepoint instead of one of its own: rolled back, it
  * leaves the database as the checkpoint began and the mark still there;
@@ -1538,6 +1571,7 @@ static const test tests[] = {
   T(lazy_test_delete_all_drops_everything_but_the_host_tables),
   T(test_delete_all_is_undone_by_a_checkpoint),
   T(test_checkpoint_back_keeps_the_mark),
+  T(test_journal_bytes),
   T(test_alarm_as_each_checkpoint_began),
   T(test_turns_on_a_fresh_checkpoint),
   T(test_delete_all_is_one_unit),
