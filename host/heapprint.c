@@ -4,7 +4,9 @@
  * Breadth does not matter, so the walk keeps its pending values on a Lua
  * thread of its own (anchored in the registry under a key the walk skips)
  * and visits each collectable value once, by address. A table's entries
- * are summed, so the order lua_next happens to give does not matter.
+ * are summed, so the order lua_next happens to give does not matter to a
+ * table's print; an upvalue closures share is summed under the first of
+ * them the walk reaches, which the heap decides as it decides the rest.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -144,8 +146,13 @@ static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(v
     }
     break;
   case LUA_TFUNCTION:
+    /* An upvalue that closures share is theirs by identity, and its value
+     * is summed once, in the first of them the walk visits. */
     for (n = 1; lua_getupvalue(L, top, n) != NULL; n++) {
-      sum = eu_mix64(sum, eu_mix64((uint64_t)(uintptr_t)lua_upvalueid(L, top, n), vq(L, W, -1, &ok)));
+      const void *id = lua_upvalueid(L, top, n);
+      int fresh = seen_add(id);
+      if (fresh < 0) return 0;
+      sum = eu_mix64(sum, eu_mix64((uint64_t)(uintptr_t)id, fresh ? vq(L, W, -1, &ok) : 0));
       if (!ok) return 0;
       lua_pop(L, 1);
     }
