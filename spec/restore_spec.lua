@@ -202,6 +202,24 @@ describe("the restored check against --no-restore where a weak table shows the c
   end
 end)
 
+-- An object that meets its memory limit in most runs: the kept world's
+-- databases hold more than a built world's (the checkpoints' journals),
+-- so each such run is run again in a world built for it, and the kept
+-- world is built again after it; the report is --no-restore's all the same.
+describe("the restored check against --no-restore where an object meets its memory limit", function()
+  local file = "spec/fixtures/limit-met/tally.sim.lua"
+  it("writes the same report for " .. file .. ", each run that met the limit run again in a built world", function()
+    if VALGRIND then return end
+    local found = {}
+    local r = compare(quote(file) .. NO_BUDGET, "the search", found)
+    settle(found, file)
+    local c = r.doc.counts
+    assert.is_true(c.worldsBuilt > c.runsRewound + 2,
+      string.format("%d worlds built and %d runs rewound in %d runs: no run met the limit again in a built world",
+        c.worldsBuilt, c.runsRewound, c.runs))
+  end)
+end)
+
 describe("the restored check against --no-restore on random scenarios", function()
   for i, seed in ipairs(SEEDS.list) do
     -- every fifth seed also without reduction, and every fifth (another)
