@@ -24,12 +24,21 @@
  * EU_STORE_BYTES_PER_STEP). The database's size is bounded with
  * max_page_count, which only the host sets (user pragmas are an allowlist).
  *
+ * The clock and the random source. SQLite reads 'now' (date('now'),
+ * CURRENT_TIMESTAMP, a column's DEFAULT of it) from its VFS, and random()
+ * and randomblob() from a PRNG of the process seeded from /dev/urandom: two
+ * runs of one schedule would write different rows. A store given sources
+ * (eu_store_set_sources) opens its in-memory database on a VFS that is
+ * the default one but for the time, which it takes from the store current
+ * on the thread (ENTER), and has random() and randomblob() of its own.
+ *
  * A statement can be left half-stepped when a Lua error unwinds past its
  * user (a memory error while building a result). Nothing here depends on a
  * statement being reset by whoever used it: every statement is reset before
  * it is used, and every busy one before the turn ends.
  */
 #include <assert.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +137,9 @@ typedef struct eu_cached {
 
 struct eu_store {
   sqlite3 *db;
+  int64_t (*now_ms)(void *ud);  /* the SQL's clock (eu_store_set_sources), or NULL */
+  uint64_t (*random)(void *ud);
+  void *src_ud;
   int internal;        /* the authorizer lets everything through */
   int denied;          /* the authorizer refused since the last prepare or step */
   int depth;           /* open savepoints */
@@ -221,8 +233,101 @@ static int on_progress(void *ud) {
 
 /* SQLite calls under the store's meter: each public entry that reaches
  * SQLite brackets its calls with these. */
-#define ENTER(s) eu_sqlmem *prev_mem_ = eu_sqlmem_enter((s)->mem)
-#define LEAVE() eu_sqlmem_leave(prev_mem_)
+/* The store whose clock is SQLite's on this thread, while it runs a call. */
+static _Thread_local eu_store *clock_of;
+
+static eu_store *enter_clock(eu_store *s) {
+  eu_store *prev = clock_of;
+  clock_of = s;
+  return prev;
+}
+
+#define ENTER(s) eu_sqlmem *prev_mem_ = eu_sqlmem_enter((s)->mem); eu_store *prev_clock_ = enter_clock(s)
+#define LEAVE() (eu_sqlmem_leave(prev_mem_), (void)(clock_of = prev_clock_))
+
+/* The VFS of databases in memory: the default VFS's own methods (they take
+ * what they need from the struct, which is a copy), but for the time. The
+ * Julian day of the Unix epoch, in ms: 2440587.5 days. */
+#define UNIX_EPOCH_JD_MS 210866760000000LL
+
+static sqlite3_vfs clock_vfs;
+static sqlite3_vfs *clock_base;
+static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
+
+static int clock_now64(sqlite3_vfs *v, sqlite3_int64 *t) {
+  eu_store *s = clock_of;
+  (void)v;
+  if (!s || !s->now_ms) return clock_base->xCurrentTimeInt64(clock_base, t);
+  *t = UNIX_EPOCH_JD_MS + s->now_ms(s->src_ud);
+  return SQLITE_OK;
+}
+
+static int clock_now(sqlite3_vfs *v, double *t) {
+  sqlite3_int64 ms;
+  int rc = clock_now64(v, &ms);
+  *t = (double)ms / 86400000.0;
+  return rc;
+}
+
+static void install_clock(void) {
+  sqlite3_vfs *base = sqlite3_vfs_find(NULL);
+  if (!base || base->iVersion < 2 || !base->xCurrentTimeInt64) return;
+  clock_vfs = *base;
+  clock_vfs.pNext = NULL;
+  clock_vfs.zName = "eutaxy-clock";
+  clock_vfs.xCurrentTime = clock_now;
+  clock_vfs.xCurrentTimeInt64 = clock_now64;
+  clock_base = base;
+  if (sqlite3_vfs_register(&clock_vfs, 0) != SQLITE_OK) clock_base = NULL;
+}
+
+/* The VFS a database in memory opens on: the clock's, once installed. */
+static const char *memory_vfs(void) {
+  pthread_once(&clock_once, install_clock);
+  return clock_base ? clock_vfs.zName : NULL;
+}
+
+/* random(): 64 bits of the store's source. */
+static void sql_random(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  eu_store *s = sqlite3_user_data(ctx);
+  (void)argc;
+  (void)argv;
+  sqlite3_result_int64(ctx, (sqlite3_int64)s->random(s->src_ud));
+}
+
+/* randomblob(N): N bytes of it, one when N is less than 1, as SQLite's. */
+static void sql_randomblob(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  eu_store *s = sqlite3_user_data(ctx);
+  sqlite3_int64 n = sqlite3_value_int64(argv[0]), i;
+  unsigned char *b;
+  (void)argc;
+  if (n < 1) n = 1;
+  if (n > sqlite3_limit(sqlite3_context_db_handle(ctx), SQLITE_LIMIT_LENGTH, -1)) {
+    sqlite3_result_error_toobig(ctx);
+    return;
+  }
+  if (!(b = sqlite3_malloc64((sqlite3_uint64)n))) {
+    sqlite3_result_error_nomem(ctx);
+    return;
+  }
+  for (i = 0; i < n; i += 8) {
+    uint64_t r = s->random(s->src_ud);
+    memcpy(b + i, &r, n - i < 8 ? (size_t)(n - i) : 8);
+  }
+  sqlite3_result_blob64(ctx, b, (sqlite3_uint64)n, sqlite3_free);
+}
+
+/* random() and randomblob() from the store's source, or SQLite's again. */
+static int link_random(eu_store *s) {
+  int rc;
+  if (!s->db) return SQLITE_OK;
+  rc = sqlite3_create_function_v2(s->db, "random", 0, SQLITE_UTF8, s, s->random ? sql_random : NULL, NULL, NULL,
+                                  NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function_v2(s->db, "randomblob", 1, SQLITE_UTF8, s, s->random ? sql_randomblob : NULL,
+                                    NULL, NULL, NULL);
+  return rc;
+}
 
 /* Error messages */
 
@@ -897,14 +1002,15 @@ static int deserialize(eu_store *s, const unsigned char *img, size_t len) {
  * tables, and what first and then made. */
 static int connect(eu_store *s, const unsigned char *img, size_t len, char *err, size_t errlen) {
   const char *where = s->path ? s->path : "an in-memory database", *why = NULL;
-  int rc;
+  int on_disk = s->path && !s->in_memory, rc;
+  const char *vfs = on_disk ? NULL : memory_vfs();
   forget_alarm(s);
   s->ck_fresh = s->turn_on_ck = 0;
   {
     ENTER(s);
     /* A store belongs to one world, which runs on one thread. */
-    rc = sqlite3_open_v2(s->path && !s->in_memory ? s->path : ":memory:", &s->db,
-                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    rc = sqlite3_open_v2(on_disk ? s->path : ":memory:", &s->db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
     LEAVE();
   }
   if (rc != SQLITE_OK) why = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
@@ -928,6 +1034,14 @@ static int connect(eu_store *s, const unsigned char *img, size_t len, char *err,
   sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_FKEY, 1, (int *)NULL);
   sqlite3_set_authorizer(s->db, authorize, s);
   sqlite3_progress_handler(s->db, EU_STORE_STEP_CHECK, on_progress, s);
+  if (s->random && link_random(s) != SQLITE_OK) {
+    rc = SQLITE_NOMEM;
+    why = sqlite3_errstr(rc);
+    eu_err(err, errlen, EU_ENOMEM, "cannot open %s: %s", where, why);
+    sqlite3_close(s->db);
+    s->db = NULL;
+    return EU_ENOMEM;
+  }
   if (img) {  /* made by a store, with first and then: its tables are there */
     rc = EU_OK;
   } else {
@@ -1282,6 +1396,14 @@ int eu_store_set_limits(eu_store *s, const eu_store_limits *l) {
 }
 
 const size_t *eu_store_mem_ptr(eu_store *s) { return &s->mem->live; }
+
+int eu_store_set_sources(eu_store *s, int64_t (*now_ms)(void *ud), uint64_t (*random)(void *ud), void *ud) {
+  s->now_ms = now_ms;
+  s->random = random;
+  s->src_ud = ud;
+  if (link_random(s) != SQLITE_OK) return fail(s, EU_ENOMEM, "cannot give the database its random source");
+  return EU_OK;
+}
 
 size_t eu_store_journal_bytes(eu_store *s) {
   int stmt = 0, schema = 0, high;

@@ -120,6 +120,16 @@ typedef struct eu_store_limits {
 } eu_store_limits;
 int eu_store_set_limits(eu_store *s, const eu_store_limits *l);
 const size_t *eu_store_mem_ptr(eu_store *s);
+/* The clock and the random source of the store's SQL: 'now' in the date
+ * and time functions (CURRENT_TIMESTAMP and a column's DEFAULT of it
+ * included) is now_ms's, in ms since the Unix epoch, and random() and
+ * randomblob() draw from random; ud goes to both. NULL for either, the
+ * machine's. The clock holds for a database in memory; one in a file keeps
+ * the machine's (eutaxy serve's, whose worlds keep the wall clock). A
+ * world gives its own, so that one schedule's SQL writes the same rows in
+ * every run of it, and takes them back when the store leaves it. */
+int eu_store_set_sources(eu_store *s, int64_t (*now_ms)(void *ud), uint64_t (*random)(void *ud), void *ud);
+
 /* The bytes of the store's count that are neither its statements nor its
  * schema: its journals, for the most part. Savepoints rolled back to and
  * kept (eu_store_checkpoint_back) leave journal SQLite does not take back

@@ -1017,6 +1017,8 @@ eu_object *eu_world_object_by_name(eu_world *w, const char *binding, const char 
 static int link_limits(eu_world *w, eu_object *o) {
   eu_store_limits l;
   if (!o->store) return EU_OK;
+  /* the object's SQL reads the world's clock and draws from its PRNG, as its Lua does */
+  if (eu_store_set_sources(o->store, now_abs, rnd, w) != EU_OK) return EU_ENOMEM;
   l.max_bytes = w->o.max_object_bytes;
   if (o->packed) {  /* its isolate's struct is in the packed heap */
     l.mem_limit = o->packed_limit;
@@ -1027,6 +1029,12 @@ static int link_limits(eu_world *w, eu_object *o) {
   l.mem_also = o->iso ? eu_isolate_mem_ptr(o->iso) : NULL;
   if (o->iso) eu_isolate_count_also(o->iso, eu_store_mem_ptr(o->store));
   return eu_store_set_limits(o->store, &l);
+}
+
+/* A store back to the provider that lent it: the world's clock and PRNG
+ * are not its sources any more. */
+static void give_back_store(eu_object *o) {
+  if (o->store && o->store_lent) eu_store_set_sources(o->store, NULL, NULL, NULL);
 }
 
 /* Closing an isolate outside an arena runs the host's finalizers (the
@@ -4109,6 +4117,7 @@ int eu_world_evict(eu_world *w, eu_object *o) {
   if (!eu_world_evictable(w, o)) return EU_EINVAL;
   close_isolate(w, o);
   if (o->store && !o->store_lent) eu_store_close(o->store);
+  give_back_store(o);
   o->store = NULL;
   o->store_lent = 0;
   note_resident(w, o);
@@ -4538,6 +4547,7 @@ int eu_world_rewind(eu_world *w, int j) {
   for (i = w->nobjects - 1; i >= sw->nobjects; i--) {
     eu_object *o = w->objects[i];
     if (o->store && !o->store_lent) eu_store_close(o->store);
+    give_back_store(o);
     give_arena(w, o);
     forget_saves(w, o);
     free(o->name);
@@ -4682,6 +4692,7 @@ void eu_world_free(eu_world *w) {
     eu_object *o = w->objects[i];
     close_isolate(w, o);
     if (o->store && !o->store_lent) eu_store_close(o->store);
+    give_back_store(o);
     /* the next world's builds start from this one's boot images */
     if (!(o->arena && o->boot_img && w->o.spares && spare_arena(w->o.spares, o))) eu_arena_delete(o->arena);
     forget_saves(w, o);
