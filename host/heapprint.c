@@ -4,9 +4,11 @@
  * Breadth does not matter, so the walk keeps its pending values on a Lua
  * thread of its own (anchored in the registry under a key the walk skips)
  * and visits each collectable value once, by address. A table's entries
- * are summed, so the order lua_next happens to give does not matter to a
- * table's print; an upvalue closures share is summed under the first of
- * them the walk reaches, which the heap decides as it decides the rest.
+ * are summed, so the order lua_next happens to give does not matter. An
+ * upvalue is a value of its own: a closure's print has the upvalues'
+ * identities, and each upvalue's value is summed once into the heap's,
+ * however many closures share it and whichever the walk reaches first (a
+ * table that grows and shrinks back changes that order, and nothing else).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +118,8 @@ static int make_work(lua_State *L) {
   return 0;
 }
 
-/* The object at L's top; *h gets its print. 0 when the walk cannot go on. */
+/* The object at L's top; *h gets its print, and the print of each upvalue
+ * it is the first to reach. 0 when the walk cannot go on. */
 static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(void *, lua_State *),
                  void *ud, uint64_t *h) {
   int top = lua_gettop(L), n, ok = 1;
@@ -146,13 +149,12 @@ static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(v
     }
     break;
   case LUA_TFUNCTION:
-    /* An upvalue that closures share is theirs by identity, and its value
-     * is summed once, in the first of them the walk visits. */
     for (n = 1; lua_getupvalue(L, top, n) != NULL; n++) {
       const void *id = lua_upvalueid(L, top, n);
       int fresh = seen_add(id);
       if (fresh < 0) return 0;
-      sum = eu_mix64(sum, eu_mix64((uint64_t)(uintptr_t)id, fresh ? vq(L, W, -1, &ok) : 0));
+      sum = eu_mix64(sum, (uint64_t)(uintptr_t)id);
+      if (fresh) *h += eu_mix64((uint64_t)(uintptr_t)id ^ 0x75b5a1, vq(L, W, -1, &ok));
       if (!ok) return 0;
       lua_pop(L, 1);
     }
@@ -192,7 +194,7 @@ static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(v
   default:
     break;
   }
-  *h = eu_mix64((uint64_t)(uintptr_t)p, sum);
+  *h += eu_mix64((uint64_t)(uintptr_t)p, sum);
   lua_settop(L, top);
   return 1;
 }

@@ -287,12 +287,19 @@ static const char *memory_vfs(void) {
   return clock_base ? clock_vfs.zName : NULL;
 }
 
-/* random(): 64 bits of the store's source. */
+/* 64 bits of the store's source, or of SQLite's PRNG when it has none. */
+static uint64_t draw(eu_store *s) {
+  uint64_t r;
+  if (s->random) return s->random(s->src_ud);
+  sqlite3_randomness((int)sizeof r, &r);
+  return r;
+}
+
+/* random(): 64 random bits. */
 static void sql_random(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  eu_store *s = sqlite3_user_data(ctx);
   (void)argc;
   (void)argv;
-  sqlite3_result_int64(ctx, (sqlite3_int64)s->random(s->src_ud));
+  sqlite3_result_int64(ctx, (sqlite3_int64)draw(sqlite3_user_data(ctx)));
 }
 
 /* randomblob(N): N bytes of it, one when N is less than 1, as SQLite's. */
@@ -311,21 +318,19 @@ static void sql_randomblob(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     return;
   }
   for (i = 0; i < n; i += 8) {
-    uint64_t r = s->random(s->src_ud);
+    uint64_t r = draw(s);
     memcpy(b + i, &r, n - i < 8 ? (size_t)(n - i) : 8);
   }
   sqlite3_result_blob64(ctx, b, (sqlite3_uint64)n, sqlite3_free);
 }
 
-/* random() and randomblob() from the store's source, or SQLite's again. */
+/* random() and randomblob() drawing from the store's source, made once a
+ * connection: making or dropping a function expires every statement
+ * prepared on it. */
 static int link_random(eu_store *s) {
-  int rc;
-  if (!s->db) return SQLITE_OK;
-  rc = sqlite3_create_function_v2(s->db, "random", 0, SQLITE_UTF8, s, s->random ? sql_random : NULL, NULL, NULL,
-                                  NULL);
+  int rc = sqlite3_create_function_v2(s->db, "random", 0, SQLITE_UTF8, s, sql_random, NULL, NULL, NULL);
   if (rc == SQLITE_OK)
-    rc = sqlite3_create_function_v2(s->db, "randomblob", 1, SQLITE_UTF8, s, s->random ? sql_randomblob : NULL,
-                                    NULL, NULL, NULL);
+    rc = sqlite3_create_function_v2(s->db, "randomblob", 1, SQLITE_UTF8, s, sql_randomblob, NULL, NULL, NULL);
   return rc;
 }
 
@@ -1034,7 +1039,7 @@ static int connect(eu_store *s, const unsigned char *img, size_t len, char *err,
   sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_FKEY, 1, (int *)NULL);
   sqlite3_set_authorizer(s->db, authorize, s);
   sqlite3_progress_handler(s->db, EU_STORE_STEP_CHECK, on_progress, s);
-  if (s->random && link_random(s) != SQLITE_OK) {
+  if (link_random(s) != SQLITE_OK) {
     rc = SQLITE_NOMEM;
     why = sqlite3_errstr(rc);
     eu_err(err, errlen, EU_ENOMEM, "cannot open %s: %s", where, why);
@@ -1397,12 +1402,10 @@ int eu_store_set_limits(eu_store *s, const eu_store_limits *l) {
 
 const size_t *eu_store_mem_ptr(eu_store *s) { return &s->mem->live; }
 
-int eu_store_set_sources(eu_store *s, int64_t (*now_ms)(void *ud), uint64_t (*random)(void *ud), void *ud) {
+void eu_store_set_sources(eu_store *s, int64_t (*now_ms)(void *ud), uint64_t (*random)(void *ud), void *ud) {
   s->now_ms = now_ms;
   s->random = random;
   s->src_ud = ud;
-  if (link_random(s) != SQLITE_OK) return fail(s, EU_ENOMEM, "cannot give the database its random source");
-  return EU_OK;
 }
 
 size_t eu_store_journal_bytes(eu_store *s) {

@@ -128,7 +128,7 @@ const size_t *eu_store_mem_ptr(eu_store *s);
  * the machine's (eutaxy serve's, whose worlds keep the wall clock). A
  * world gives its own, so that one schedule's SQL writes the same rows in
  * every run of it, and takes them back when the store leaves it. */
-int eu_store_set_sources(eu_store *s, int64_t (*now_ms)(void *ud), uint64_t (*random)(void *ud), void *ud);
+void eu_store_set_sources(eu_store *s, int64_t (*now_ms)(void *ud), uint64_t (*random)(void *ud), void *ud);
 
 /* The bytes of the store's count that are neither its statements nor its
  * schema: its journals, for the most part. Savepoints rolled back to and

@@ -1018,7 +1018,7 @@ static int link_limits(eu_world *w, eu_object *o) {
   eu_store_limits l;
   if (!o->store) return EU_OK;
   /* the object's SQL reads the world's clock and draws from its PRNG, as its Lua does */
-  if (eu_store_set_sources(o->store, now_abs, rnd, w) != EU_OK) return EU_ENOMEM;
+  eu_store_set_sources(o->store, now_abs, rnd, w);
   l.max_bytes = w->o.max_object_bytes;
   if (o->packed) {  /* its isolate's struct is in the packed heap */
     l.mem_limit = o->packed_limit;
