@@ -1644,28 +1644,28 @@ static int run_world_body(xctx *x, eu_chooser *ch, uint64_t events, int cap, int
   }
   forget_run(x);
   apply_notes(x, *faults);
-  if (kept && eu_faultsim_ooms() != ooms && !eu_faultsim_active) {
+  if (kept) {
     /* An arena ran out of room (its classes keep what was freed for
-     * blocks of the same size): the host's shortfall, not the scenario's.
-     * The schedule runs again in a world built for it, and so does every
-     * later one. */
-    drop_world(x);
-    x->restore = 0;
-    x->restore_given_up = 1;
-    return run_world(x, ch, events, cap, faults, trace, 0, err, errlen);
-  }
-  if (kept && eu_sqlmem_refusals() + eu_isolate_refusals() != refusals) {
-    /* An object ran into a memory limit in the kept world, whose
-     * databases hold more than a world built for the schedule would: the
-     * journal of every checkpoint's savepoint, and statements earlier runs
-     * prepared. The limit counts them. Whether a world built for the
-     * schedule runs into it is what counts, so the schedule runs again in
-     * one. The kept world is built again for the next run: its
-     * checkpoints past that point were made in a state no such world
-     * reaches. */
-    drop_world(x);
-    x->turn_checks = checks;
-    return run_world(x, ch, events, cap, faults, trace, 0, err, errlen);
+     * blocks of the same size): the host's shortfall, not the scenario's;
+     * every later run is built for itself too. Or an object ran into a
+     * memory limit in the kept world, whose databases hold more than a
+     * world built for the schedule would (the journal of every
+     * checkpoint's savepoint, statements earlier runs prepared), which the
+     * limit counts: whether a built world runs into it is what counts, and
+     * the kept world is built again for the next run, its checkpoints past
+     * that point made in a state no built world reaches. Either way the
+     * schedule runs again in a world built for it, and only that run's
+     * checks count. */
+    int short_arena = eu_faultsim_ooms() != ooms && !eu_faultsim_active;
+    if (short_arena || eu_sqlmem_refusals() + eu_isolate_refusals() != refusals) {
+      drop_world(x);
+      if (short_arena) {
+        x->restore = 0;
+        x->restore_given_up = 1;
+      }
+      x->turn_checks = checks;
+      return run_world(x, ch, events, cap, faults, trace, 0, err, errlen);
+    }
   }
   if (kept) {
     if (eu_trail_keep(&x->rtrail, ch) != EU_OK) x->rbroken = 1;

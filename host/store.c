@@ -27,10 +27,12 @@
  * The clock and the random source. SQLite reads 'now' (date('now'),
  * CURRENT_TIMESTAMP, a column's DEFAULT of it) from its VFS, and random()
  * and randomblob() from a PRNG of the process seeded from /dev/urandom: two
- * runs of one schedule would write different rows. A store given sources
- * (eu_store_set_sources) opens its in-memory database on a VFS that is
- * the default one but for the time, which it takes from the store current
- * on the thread (ENTER), and has random() and randomblob() of its own.
+ * runs of one schedule would write different rows. A database in memory
+ * opens on a VFS that is the default one but for the time, which it takes
+ * from the clock of the store current on the thread (ENTER), and every
+ * connection has random() and randomblob() of its own, which draw from the
+ * store's source; a store without sources (eu_store_set_sources) reads
+ * the machine's clock and SQLite's PRNG, as SQLite would.
  *
  * A statement can be left half-stepped when a Lua error unwinds past its
  * user (a memory error while building a result). Nothing here depends on a
@@ -231,8 +233,6 @@ static int on_progress(void *ud) {
   return 1;  /* nonzero interrupts the statement */
 }
 
-/* SQLite calls under the store's meter: each public entry that reaches
- * SQLite brackets its calls with these. */
 /* The store whose clock is SQLite's on this thread, while it runs a call. */
 static _Thread_local eu_store *clock_of;
 
@@ -242,6 +242,8 @@ static eu_store *enter_clock(eu_store *s) {
   return prev;
 }
 
+/* SQLite calls under the store's meter and clock: each public entry that
+ * reaches SQLite brackets its calls with these. */
 #define ENTER(s) eu_sqlmem *prev_mem_ = eu_sqlmem_enter((s)->mem); eu_store *prev_clock_ = enter_clock(s)
 #define LEAVE() (eu_sqlmem_leave(prev_mem_), (void)(clock_of = prev_clock_))
 
@@ -1040,14 +1042,8 @@ static int connect(eu_store *s, const unsigned char *img, size_t len, char *err,
   sqlite3_set_authorizer(s->db, authorize, s);
   sqlite3_progress_handler(s->db, EU_STORE_STEP_CHECK, on_progress, s);
   if (link_random(s) != SQLITE_OK) {
-    rc = SQLITE_NOMEM;
-    why = sqlite3_errstr(rc);
-    eu_err(err, errlen, EU_ENOMEM, "cannot open %s: %s", where, why);
-    sqlite3_close(s->db);
-    s->db = NULL;
-    return EU_ENOMEM;
-  }
-  if (img) {  /* made by a store, with first and then: its tables are there */
+    rc = fail(s, EU_ENOMEM, "out of memory (random() and randomblob())");
+  } else if (img) {  /* made by a store, with first and then: its tables are there */
     rc = EU_OK;
   } else {
     rc = s->first ? eu_store_exec_internal(s, s->first) : EU_OK;

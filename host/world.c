@@ -1031,10 +1031,13 @@ static int link_limits(eu_world *w, eu_object *o) {
   return eu_store_set_limits(o->store, &l);
 }
 
-/* A store back to the provider that lent it: the world's clock and PRNG
- * are not its sources any more. */
-static void give_back_store(eu_object *o) {
-  if (o->store && o->store_lent) eu_store_set_sources(o->store, NULL, NULL, NULL);
+/* The object's store leaves the world: closed when it is the world's own,
+ * given back to the provider that lent it without the world's clock and
+ * PRNG as its sources. */
+static void put_store(eu_object *o) {
+  if (!o->store) return;
+  if (o->store_lent) eu_store_set_sources(o->store, NULL, NULL, NULL);
+  else eu_store_close(o->store);
 }
 
 /* Closing an isolate outside an arena runs the host's finalizers (the
@@ -4116,8 +4119,7 @@ int eu_world_evictable(eu_world *w, eu_object *o) {
 int eu_world_evict(eu_world *w, eu_object *o) {
   if (!eu_world_evictable(w, o)) return EU_EINVAL;
   close_isolate(w, o);
-  if (o->store && !o->store_lent) eu_store_close(o->store);
-  give_back_store(o);
+  put_store(o);
   o->store = NULL;
   o->store_lent = 0;
   note_resident(w, o);
@@ -4546,8 +4548,7 @@ int eu_world_rewind(eu_world *w, int j) {
   /* objects first seen after j: gone again */
   for (i = w->nobjects - 1; i >= sw->nobjects; i--) {
     eu_object *o = w->objects[i];
-    if (o->store && !o->store_lent) eu_store_close(o->store);
-    give_back_store(o);
+    put_store(o);
     give_arena(w, o);
     forget_saves(w, o);
     free(o->name);
@@ -4691,8 +4692,7 @@ void eu_world_free(eu_world *w) {
   for (i = 0; i < w->nobjects; i++) {
     eu_object *o = w->objects[i];
     close_isolate(w, o);
-    if (o->store && !o->store_lent) eu_store_close(o->store);
-    give_back_store(o);
+    put_store(o);
     /* the next world's builds start from this one's boot images */
     if (!(o->arena && o->boot_img && w->o.spares && spare_arena(w->o.spares, o))) eu_arena_delete(o->arena);
     forget_saves(w, o);
