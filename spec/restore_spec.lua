@@ -168,6 +168,17 @@ local function compare_replay(file, doc, found)
   summary.replays = summary.replays + 1
 end
 
+-- The check with --check-determinism, in both modes: every schedule run
+-- rewound and again in a world built for it must agree.
+local function compare_determinism(file, found)
+  local r = compare(quote(file) .. " --check-determinism" .. NO_BUDGET, "--check-determinism", found)
+  if not r.doc or r.doc.verdict == "NONDETERMINISTIC" then
+    found[#found + 1] = "--check-determinism: a rewound run and a fresh one differ\n" .. describe_run(r)
+  end
+  summary.determinism = summary.determinism + 1
+  return r
+end
+
 -- ---- the specs -------------------------------------------------------------
 
 describe("the restored check against --no-restore on the example scenarios", function()
@@ -193,10 +204,7 @@ describe("the restored check against --no-restore where a weak table shows the c
       local found = {}
       local r = compare(quote(file) .. NO_BUDGET, "the search", found)
       if r.doc and r.doc.verdict == "VIOLATED" then compare_replay(file, r.doc, found) end
-      r = compare(quote(file) .. " --check-determinism" .. NO_BUDGET, "--check-determinism", found)
-      if not r.doc or r.doc.verdict == "NONDETERMINISTIC" then
-        found[#found + 1] = "--check-determinism: a rewound run and a fresh one differ\n" .. describe_run(r)
-      end
+      compare_determinism(file, found)
       settle(found, file)
     end)
   end
@@ -206,10 +214,11 @@ end)
 -- databases hold more than a built world's (the checkpoints' journals),
 -- so each such run is run again in a world built for it, and the kept
 -- world is built again after it; the report is --no-restore's all the same.
+-- Not under valgrind, as the weak tables above.
 describe("the restored check against --no-restore where an object meets its memory limit", function()
   local file = "spec/fixtures/limit-met/tally.sim.lua"
+  if VALGRIND then return end
   it("writes the same report for " .. file .. ", each run that met the limit run again in a built world", function()
-    if VALGRIND then return end
     local found = {}
     local r = compare(quote(file) .. NO_BUDGET, "the search", found)
     settle(found, file)
@@ -243,13 +252,7 @@ describe("the restored check against --no-restore on random scenarios", function
           found[#found + 1] = "--no-reduction ran with reduction " .. show(r.doc.counts.reduction)
         end
       end
-      if twice then
-        r = compare(quote(sim) .. " --check-determinism" .. NO_BUDGET, "--check-determinism", found)
-        if not r.doc or r.doc.verdict == "NONDETERMINISTIC" then
-          found[#found + 1] = "--check-determinism: a rewound run and a fresh one differ\n" .. describe_run(r)
-        end
-        summary.determinism = summary.determinism + 1
-      end
+      if twice then compare_determinism(sim, found) end
       settle(found, string.format("seed %d (the project is kept in %s; or write it again with "
         .. "%s run spec/fixtures/por-random/generate.lua %d DIR)", seed, dir, process.bin, seed))
       sh("rm -rf " .. quote(dir))
