@@ -1,14 +1,16 @@
 /*
  * heapprint.c: the walk behind eu_heapprint (heapprint.h).
  *
- * Breadth does not matter, so the walk keeps its pending values on a Lua
- * thread of its own (anchored in the registry under a key the walk skips)
- * and visits each collectable value once, by address. A table's entries
- * are summed, so the order lua_next happens to give does not matter. An
- * upvalue is a value of its own: a closure's print has the upvalues'
- * identities, and each upvalue's value is summed once into the heap's,
- * however many closures share it and whichever the walk reaches first (a
- * table that grows and shrinks back changes that order, and nothing else).
+ * The walk visits each collectable value once, by address, as it finds
+ * it: a table's value is visited between two of the table's entries, on
+ * the same stack, with no copy. Past MAX_DEPTH levels a value waits on a
+ * Lua thread of the walk's own (anchored in the registry under a key the
+ * walk skips). Each object's print is its own, summed into the heap's, so
+ * the order of the visits does not matter, nor the order lua_next gives a
+ * table's entries in. Nothing in an isolate can join a closure's upvalue
+ * to another's, so a closure's print is its identity and its upvalues'
+ * values: an upvalue two closures share counts in both, whichever the
+ * walk reaches first.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -69,47 +71,63 @@ static int seen_add(const void *p) {
   return 1;
 }
 
-/* A value's identity (its contents, for what has no identity of its own),
- * and, for a table, function, userdata or thread not queued before, the
- * value queued on W: one look at its type and address for both. *ok
- * becomes 0 when W cannot grow or the seen set cannot. */
-static uint64_t vq(lua_State *L, lua_State *W, int i, int *ok) {
+/* A walk: the print so far, and where it keeps what it has not visited
+ * yet when the C stack is deep enough. */
+typedef struct walk {
+  lua_State *W;
+  const void *registry;
+  int (*skip)(void *ud, lua_State *th);
+  void *ud;
+  uint64_t print;
+  int depth;
+  int ok;  /* 0 once W or the seen set could not grow */
+} walk;
+
+/* How deep the walk follows a value it finds before it queues it on W
+ * instead: each level takes a C frame and four Lua stack slots. */
+#define MAX_DEPTH 48
+
+static void visit(walk *k, lua_State *L, int i, int t, const void *p);
+
+/* A value's identity as a print is made of it: a pointer with its type in
+ * the bits above any address, a number scrambled; eu_mix64 mixes them
+ * where they are combined. */
+#define TAGGED(t, p) ((uint64_t)(uintptr_t)(p) ^ ((uint64_t)(8 + (t)) << 56))
+#define SCRAMBLED(tag, b) ((uint64_t)(b) * 0x9e3779b97f4a7c15u + (tag))
+
+/* The identity of the value at absolute index i of L (its contents, for
+ * what has no identity of its own); a table, function, userdata or thread
+ * seen for the first time is visited then (or queued). A C function
+ * without upvalues holds nothing a turn can change: its identity is all of
+ * it (the libraries' functions, most of a heap's). */
+static uint64_t value(walk *k, lua_State *L, int i) {
   int t = lua_type(L, i), fresh;
   const void *p;
   switch (t) {
   case LUA_TNIL: return 1;
   case LUA_TBOOLEAN: return 2 + (uint64_t)lua_toboolean(L, i);
   case LUA_TNUMBER:
-    if (lua_isinteger(L, i)) return eu_mix64(4, (uint64_t)lua_tointeger(L, i));
+    if (lua_isinteger(L, i)) return SCRAMBLED(4, lua_tointeger(L, i));
     else {
       lua_Number d = lua_tonumber(L, i);
       uint64_t b = 0;
       memcpy(&b, &d, sizeof d < sizeof b ? sizeof d : sizeof b);
-      return eu_mix64(5, b);
+      return SCRAMBLED(5, b);
     }
-  case LUA_TLIGHTUSERDATA: return eu_mix64(6, (uint64_t)(uintptr_t)lua_touserdata(L, i));
-  case LUA_TSTRING: return eu_mix64(8 + (uint64_t)t, (uint64_t)(uintptr_t)lua_topointer(L, i));
+  case LUA_TLIGHTUSERDATA: return TAGGED(t, lua_touserdata(L, i));
+  case LUA_TSTRING: return TAGGED(t, lua_topointer(L, i));
   case LUA_TFUNCTION:
-    /* a C function without upvalues holds nothing a turn can change: its
-     * identity is all of it (the libraries' functions, most of a heap's) */
-    if (lua_iscfunction(L, i)) {
-      if (lua_getupvalue(L, i, 1) == NULL) return eu_mix64(8 + (uint64_t)t, (uint64_t)(uintptr_t)lua_topointer(L, i));
-      lua_pop(L, 1);
-    }
-    /* fall through */
+    p = lua_topointer(L, i);
+    /* a light C function is its own pointer; a closure is not */
+    if ((const void *)(uintptr_t)lua_tocfunction(L, i) == p) return TAGGED(t, p);
+    break;
   default:
     p = lua_topointer(L, i);
-    if ((fresh = seen_add(p)) < 0) *ok = 0;
-    else if (fresh) {
-      if (!lua_checkstack(W, 1)) {
-        *ok = 0;
-      } else {
-        lua_pushvalue(L, i);
-        lua_xmove(L, W, 1);
-      }
-    }
-    return eu_mix64(8 + (uint64_t)t, (uint64_t)(uintptr_t)p);
+    break;
   }
+  if ((fresh = seen_add(p)) < 0) k->ok = 0;
+  else if (fresh) visit(k, L, i, t, p);
+  return TAGGED(t, p);
 }
 
 static int make_work(lua_State *L) {
@@ -118,92 +136,124 @@ static int make_work(lua_State *L) {
   return 0;
 }
 
-/* The object at L's top; *h gets its print, and the print of each upvalue
- * it is the first to reach. 0 when the walk cannot go on. */
-static int visit(lua_State *L, lua_State *W, const void *registry, int (*skip)(void *, lua_State *),
-                 void *ud, uint64_t *h) {
-  int top = lua_gettop(L), n, ok = 1;
-  const void *p = lua_topointer(L, top);
+/* The registry's keys left out: its integer slots but the globals', the
+ * walk's thread and next's cache. */
+static int left_out(lua_State *L, int key) {
+  if (lua_isinteger(L, key)) return lua_tointeger(L, key) != LUA_RIDX_GLOBALS;
+  return lua_touserdata(L, key) == (void *)&work_key || lua_touserdata(L, key) == eu_determ_cache_key();
+}
+
+/* th's value pushed on th, looked at from L (th may be suspended) and
+ * mixed into *sum; 0 when there was no room to push it. */
+static int thread_value(walk *k, lua_State *L, lua_State *th, int pushed, uint64_t *sum) {
+  int top = lua_gettop(L);
+  if (!pushed) return 0;
+  lua_xmove(th, L, 1);
+  *sum = eu_mix64(*sum, value(k, L, top + 1));
+  lua_settop(L, top);
+  return 1;
+}
+
+/* A coroutine's print: its status, the values on its stack, and for each
+ * of its frames the function, the line it is at, its locals (temporaries
+ * included) and its extra arguments. A generator that yields from one line
+ * with a local changed has changed. */
+static uint64_t thread_sum(walk *k, lua_State *L, lua_State *th) {
+  lua_Debug ar;
+  int n, level;
+  uint64_t sum = eu_mix64((uint64_t)lua_status(th), (uint64_t)lua_gettop(th));
+  for (n = 1; k->ok && n <= lua_gettop(th); n++) {
+    if (!lua_checkstack(th, 1)) k->ok = 0;
+    else {
+      lua_pushvalue(th, n);
+      thread_value(k, L, th, 1, &sum);
+    }
+  }
+  for (level = 0; k->ok && lua_getstack(th, level, &ar); level++) {
+    if (!lua_checkstack(th, 1) || !lua_getinfo(th, "fl", &ar)) {
+      k->ok = 0;
+      break;
+    }
+    sum = eu_mix64(sum, (uint64_t)(ar.currentline + 1));
+    thread_value(k, L, th, 1, &sum);
+    for (n = 1; k->ok && lua_checkstack(th, 1) && thread_value(k, L, th, lua_getlocal(th, &ar, n) != NULL, &sum); n++) {}
+    for (n = -1; k->ok && lua_checkstack(th, 1) && thread_value(k, L, th, lua_getlocal(th, &ar, n) != NULL, &sum); n--) {}
+  }
+  return sum;
+}
+
+/* The object at absolute index i of L, of type t at p, seen for the first
+ * time: its print goes into the heap's. Values it reaches are visited as
+ * they are found, down to MAX_DEPTH; deeper, they wait on W. L's stack is
+ * as it was when it returns. */
+static void visit(walk *k, lua_State *L, int i, int t, const void *p) {
+  int top = lua_gettop(L), n;
   uint64_t sum = 0;
-  switch (lua_type(L, top)) {
+  if (k->depth >= MAX_DEPTH || !lua_checkstack(L, 4)) {
+    if (!lua_checkstack(k->W, 1)) {
+      k->ok = 0;
+      return;
+    }
+    lua_pushvalue(L, i);
+    lua_xmove(L, k->W, 1);
+    return;
+  }
+  k->depth++;
+  switch (t) {
   case LUA_TTABLE:
-    if (lua_getmetatable(L, top)) {
-      sum = eu_mix64(sum, vq(L, W, -1, &ok));
-      lua_pop(L, 1);
-      if (!ok) return 0;
+    if (lua_getmetatable(L, i)) {
+      sum = eu_mix64(sum, value(k, L, top + 1));
+      lua_settop(L, top);
     }
     lua_pushnil(L);
-    while (lua_next(L, top)) {
-      if (p == registry && (lua_isinteger(L, -2) ? lua_tointeger(L, -2) != LUA_RIDX_GLOBALS
-                            : (lua_touserdata(L, -2) == (void *)&work_key ||
-                               lua_touserdata(L, -2) == eu_determ_cache_key()))) {
-        lua_pop(L, 1);
-        continue;
+    while (k->ok && lua_next(L, i)) {
+      if (p != k->registry || !left_out(L, top + 1)) {
+        uint64_t key = value(k, L, top + 1);
+        sum += eu_mix64(key, value(k, L, top + 2));
       }
-      {
-        uint64_t k = vq(L, W, -2, &ok), v = vq(L, W, -1, &ok);
-        sum += eu_mix64(k, eu_mix64(v, 0x7ab1e));
-      }
-      if (!ok) return 0;
-      lua_pop(L, 1);
+      lua_settop(L, top + 1);
     }
     break;
   case LUA_TFUNCTION:
-    for (n = 1; lua_getupvalue(L, top, n) != NULL; n++) {
-      const void *id = lua_upvalueid(L, top, n);
-      int fresh = seen_add(id);
-      if (fresh < 0) return 0;
-      sum = eu_mix64(sum, (uint64_t)(uintptr_t)id);
-      if (fresh) *h += eu_mix64((uint64_t)(uintptr_t)id ^ 0x75b5a1, vq(L, W, -1, &ok));
-      if (!ok) return 0;
-      lua_pop(L, 1);
+    /* A closure's upvalues are the same for its life (nothing here can
+     * join one to another's): its print is its identity and its upvalues'
+     * values, in their order. */
+    for (n = 1; k->ok && lua_getupvalue(L, i, n) != NULL; n++) {
+      sum = eu_mix64(sum, value(k, L, top + 1));
+      lua_settop(L, top);
     }
     break;
   case LUA_TUSERDATA: {
-    size_t len = lua_rawlen(L, top);
-    const unsigned char *b = lua_touserdata(L, top);
-    size_t k;
-    for (k = 0; b && k < len && k < 256; k++) sum = eu_mix64(sum, b[k]);
-    if (lua_getmetatable(L, top)) {
-      sum = eu_mix64(sum, vq(L, W, -1, &ok));
-      lua_pop(L, 1);
+    size_t len = lua_rawlen(L, i), j;
+    const unsigned char *b = lua_touserdata(L, i);
+    for (j = 0; b && j < len && j < 256; j++) sum = eu_mix64(sum, b[j]);
+    if (lua_getmetatable(L, i)) {
+      sum = eu_mix64(sum, value(k, L, top + 1));
+      lua_settop(L, top);
     }
-    for (n = 1; ok && lua_getiuservalue(L, top, n) != LUA_TNONE; n++) {
-      sum = eu_mix64(sum, vq(L, W, -1, &ok));
-      lua_pop(L, 1);
+    for (n = 1; k->ok && lua_getiuservalue(L, i, n) != LUA_TNONE; n++) {
+      sum = eu_mix64(sum, value(k, L, top + 1));
+      lua_settop(L, top);
     }
-    if (!ok) return 0;
-    lua_pop(L, 1);
     break;
   }
   case LUA_TTHREAD: {
-    lua_State *th = lua_tothread(L, top);
-    lua_Debug ar;
-    int i, level;
-    if (th == L || th == W || (skip && skip(ud, th))) break;
-    sum = eu_mix64((uint64_t)lua_status(th), (uint64_t)lua_gettop(th));
-    for (i = 1; i <= lua_gettop(th); i++) {
-      if (!lua_checkstack(th, 1)) return 0;
-      sum = eu_mix64(sum, vq(th, W, i, &ok));
-      if (!ok) return 0;
-    }
-    for (level = 0; lua_getstack(th, level, &ar); level++)
-      if (lua_getinfo(th, "l", &ar)) sum = eu_mix64(sum, (uint64_t)(ar.currentline + 1));
+    lua_State *th = lua_tothread(L, i);
+    if (th == L || th == k->W || (k->skip && k->skip(k->ud, th))) break;
+    sum = thread_sum(k, L, th);
     break;
   }
   default:
     break;
   }
-  *h += eu_mix64((uint64_t)(uintptr_t)p, sum);
+  k->depth--;
+  k->print += eu_mix64((uint64_t)(uintptr_t)p, sum);
   lua_settop(L, top);
-  return 1;
 }
 
 uint64_t eu_heapprint(lua_State *L, int (*skip)(void *ud, lua_State *th), void *ud) {
-  int top = lua_gettop(L), ok = 1;
-  const void *registry;
-  lua_State *W;
-  uint64_t print = 0x3c6ef372fe94f82bu;
+  int top = lua_gettop(L);
+  walk k;
   if (!lua_checkstack(L, 8)) return 0;
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &work_key) != LUA_TTHREAD) {
     lua_pop(L, 1);
@@ -214,21 +264,26 @@ uint64_t eu_heapprint(lua_State *L, int (*skip)(void *ud, lua_State *th), void *
     }
     lua_rawgetp(L, LUA_REGISTRYINDEX, &work_key);
   }
-  W = lua_tothread(L, -1);
+  k.W = lua_tothread(L, -1);
   lua_pop(L, 1);
-  lua_settop(W, 0);
+  lua_settop(k.W, 0);
+  k.skip = skip;
+  k.ud = ud;
+  k.print = 0x3c6ef372fe94f82bu;
+  k.depth = 0;
+  k.ok = 1;
   lua_pushvalue(L, LUA_REGISTRYINDEX);
-  registry = lua_topointer(L, -1);
-  lua_xmove(L, W, 1);
+  k.registry = lua_topointer(L, -1);
   seen_begin();
-  if (seen_add(registry) < 0) ok = 0;
-  while (ok && lua_gettop(W) > 0) {
-    uint64_t h = 0;
-    lua_xmove(W, L, 1);
-    if ((ok = visit(L, W, registry, skip, ud, &h)) != 0) print += h;
+  if (seen_add(k.registry) < 0) k.ok = 0;
+  else visit(&k, L, top + 1, LUA_TTABLE, k.registry);
+  lua_settop(L, top);
+  while (k.ok && lua_gettop(k.W) > 0) {
+    lua_xmove(k.W, L, 1);
+    visit(&k, L, top + 1, lua_type(L, top + 1), lua_topointer(L, top + 1));
     lua_settop(L, top);
   }
-  lua_settop(W, 0);
-  if (!ok) return 0;
-  return print ? print : 1;
+  lua_settop(k.W, 0);
+  if (!k.ok) return 0;
+  return k.print ? k.print : 1;
 }

@@ -24,10 +24,10 @@
 #include <lua.h>
 
 /* 0 when it could not be taken (out of memory): the caller treats that as
- * a change. The walk allocates nothing once its stack has grown, so the
- * collector is left as it is: stopping and restarting it set the
- * collector's debt to zero, which made the next allocation pay a whole
- * step after every walk. */
+ * a change. The walk allocates nothing but room on L's stack and on a
+ * thread of its own, and leaves the collector as it is: stopping and
+ * restarting it set the collector's debt to zero, which made the next
+ * allocation pay a whole step after every walk. */
 uint64_t eu_heapprint(lua_State *L, int (*skip)(void *ud, lua_State *th), void *ud);
 
 #endif
