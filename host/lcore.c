@@ -1280,8 +1280,13 @@ static int list_lua(lua_State *L, const char *dir, const char *prefix, const anc
   while ((e = readdir(d)) != NULL) {
     struct stat st;
     size_t len = strlen(e->d_name);
+    int lua = len > 4 && strcmp(e->d_name + len - 4, ".lua") == 0;
     char *path, *rel;
     if (e->d_name[0] == '.') continue;
+    /* what the folder's entry says is a file needs no stat of its own: a
+     * link, a folder, or an entry of no known type does */
+    if (e->d_type == DT_REG && !lua) continue;
+    if (e->d_type != DT_REG && e->d_type != DT_DIR && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
     path = malloc(strlen(dir) + len + 2);
     rel = malloc(strlen(prefix) + len + 2);
     if (!path || !rel) {
@@ -1292,10 +1297,13 @@ static int list_lua(lua_State *L, const char *dir, const char *prefix, const anc
     }
     sprintf(path, "%s/%s", dir, e->d_name);
     sprintf(rel, "%s%s%s", prefix, *prefix ? "/" : "", e->d_name);
-    if (stat(path, &st) == 0) {
+    if (e->d_type == DT_REG) {
+      lua_pushstring(L, rel);
+      lua_rawseti(L, -2, ++*n);
+    } else if (stat(path, &st) == 0) {
       if (S_ISDIR(st.st_mode)) {
         list_lua(L, path, rel, &here, n);
-      } else if (S_ISREG(st.st_mode) && len > 4 && strcmp(e->d_name + len - 4, ".lua") == 0) {
+      } else if (S_ISREG(st.st_mode) && lua) {
         lua_pushstring(L, rel);
         lua_rawseti(L, -2, ++*n);
       }

@@ -114,6 +114,19 @@ describe("the fingerprint", function()
     return doc.fingerprint, doc
   end
 
+  it("hashes the .lua files below a folder: links followed, once round a cycle, hidden names left out", function()
+    local fingerprint = require "eutaxy.fingerprint"
+    sh("mkdir -p " .. dir .. "/sub/deeper " .. dir .. "/.hidden")
+    for _, f in ipairs({ "a.lua", "notes.txt", "lua", ".dot.lua", "sub/b.lua", "sub/deeper/c.lua", ".hidden/d.lua" }) do
+      write(dir .. "/" .. f, "return 1\n")
+    end
+    sh("cd " .. dir .. " && ln -s a.lua linked.lua && ln -s sub again && ln -s . loop && ln -s missing.lua broken.lua")
+    local files = assert(fingerprint.lua_files(dir))
+    table.sort(files)
+    assert.are.same({ "a.lua", "again/b.lua", "again/deeper/c.lua", "linked.lua", "sub/b.lua", "sub/deeper/c.lua" },
+      files)
+  end)
+
   it("is 16 hex digits in JSON, with what it hashed, and its first 12 in the text", function()
     local doc = base
     assert.matches("^%x+$", doc.fingerprint)

@@ -84,9 +84,12 @@ function fingerprint.compute(s)
   local function add(name, path, hash)
     if not files[name] then files[name] = hash or fingerprint.hash(read(path)) end
   end
+  -- a folder named twice (the scenario's is often the worker's too) is listed once
+  local listed = {}
   -- known: path -> hash of the files whose hash is known already
   local function add_tree(under, name, known)
-    for _, rel in ipairs(assert(fingerprint.lua_files(under))) do
+    listed[under] = listed[under] or assert(fingerprint.lua_files(under))
+    for _, rel in ipairs(listed[under]) do
       local path = under .. "/" .. rel
       add(name(rel), path, known and known[path])
     end
