@@ -24,6 +24,7 @@ struct eu_arena {
   size_t limit;           /* bytes reserved */
   size_t ready;           /* bytes whose pages were asked for at once (populate) */
   size_t fixed;           /* where the fixed blocks begin, from the arena's start (limit: none) */
+  size_t fixed_ready;     /* from where up the fixed blocks' pages were asked for at once */
   int sealed;             /* the fixed blocks are read-only */
   void *free[NCLASS];
 };
@@ -74,6 +75,7 @@ eu_arena *eu_arena_new(size_t limit) {
   ((eu_arena *)p)->limit = size;
   ((eu_arena *)p)->ready = 4096;
   ((eu_arena *)p)->fixed = size;
+  ((eu_arena *)p)->fixed_ready = size;
   eu_arena_clear(p);
   return p;
 }
@@ -90,7 +92,7 @@ void eu_arena_clear(eu_arena *a) {
 void eu_arena_clear_all(eu_arena *a) {
   if (a->sealed) mprotect((char *)a + a->fixed, a->limit - a->fixed, PROT_READ | PROT_WRITE);
   a->sealed = 0;
-  a->fixed = a->limit;
+  a->fixed = a->fixed_ready = a->limit;
   eu_arena_clear(a);
 }
 
@@ -99,6 +101,13 @@ void *eu_arena_alloc_fixed(eu_arena *a, size_t n) {
   if (a->sealed || n == 0 || size > a->fixed - a->top || a->fixed - a->top - size < a->limit / 2)
     return eu_arena_alloc(a, n);
   a->fixed -= size;
+  /* the fixed blocks grow down: their pages are asked for as the heap's are */
+  if (a->fixed < a->fixed_ready) {
+    size_t from = a->fixed / POPULATE * POPULATE;
+    if (from < a->ready) from = a->ready;
+    if (from < a->fixed_ready) madvise((char *)a + from, a->fixed_ready - from, MADV_POPULATE_WRITE);
+    a->fixed_ready = from;
+  }
   return (char *)a + a->fixed;
 }
 
@@ -162,7 +171,7 @@ void eu_arena_save(const eu_arena *a, void *to) { memcpy(to, a, a->top); }
  * delta leaves it as it is. An image's fixed blocks are the arena's own,
  * the same since it was sealed. */
 typedef struct {
-  size_t limit, ready, fixed;
+  size_t limit, ready, fixed, fixed_ready;
   int sealed;
 } range;
 
@@ -171,6 +180,7 @@ static range range_of(const eu_arena *a) {
   r.limit = a->limit;
   r.ready = a->ready;
   r.fixed = a->fixed;
+  r.fixed_ready = a->fixed_ready;
   r.sealed = a->sealed;
   return r;
 }
@@ -179,11 +189,14 @@ static void keep_range(eu_arena *a, range r) {
   a->limit = r.limit;
   a->ready = r.ready;
   a->fixed = r.fixed;
+  a->fixed_ready = r.fixed_ready;
   a->sealed = r.sealed;
 }
 
 void eu_arena_load(eu_arena *a, const void *from, size_t len) {
-  range r = range_of(a);
+  range r;
+  if (len > a->ready) populate(a, len);
+  r = range_of(a);
   assert(((const eu_arena *)from)->fixed == r.fixed);
   memcpy(a, from, len);
   keep_range(a, r);
