@@ -105,7 +105,7 @@ void *eu_arena_alloc_fixed(eu_arena *a, size_t n) {
   if (a->fixed < a->fixed_ready) {
     size_t from = a->fixed / POPULATE * POPULATE;
     if (from < a->ready) from = a->ready;
-    if (from < a->fixed_ready) madvise((char *)a + from, a->fixed_ready - from, MADV_POPULATE_WRITE);
+    if (from < a->fixed_ready) eu_prefault((char *)a + from, a->fixed_ready - from);
     a->fixed_ready = from;
   }
   return (char *)a + a->fixed;

@@ -1666,8 +1666,6 @@ static int run_world_body(xctx *x, eu_chooser *ch, uint64_t events, int cap, int
       x->turn_checks = checks;
       return run_world(x, ch, events, cap, faults, trace, 0, err, errlen);
     }
-  }
-  if (kept) {
     if (eu_trail_keep(&x->rtrail, ch) != EU_OK) x->rbroken = 1;
     if (rc < 0 || x->rbroken) drop_world(x);
     return rc;
